@@ -1,0 +1,1 @@
+"""Private implementation of rlscan_jax. Nothing here is a public API."""

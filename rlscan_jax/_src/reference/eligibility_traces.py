@@ -1,0 +1,33 @@
+"""Eligibility traces: e_t = x_t + γλ(1-done_{t-1}) e_{t-1}, e_{-1} = initial."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from rlscan_jax._src.reference import common
+
+
+def expand_features(x, ndim):
+    """Appends trailing unit axes so a per-step array broadcasts over feature axes."""
+    return jnp.reshape(x, x.shape + (1,) * (ndim - x.ndim))
+
+
+def coefficients(x, p, *, axis, reverse):
+    del reverse
+    inputs = x["inputs"]
+    step_shape = inputs.shape if x["done"] is None else x["done"].shape
+    decay = common.full(p["gamma"] * p["lambda_"], step_shape)
+    b = jnp.broadcast_to(expand_features(decay, inputs.ndim), inputs.shape).astype(inputs.dtype)
+    a = inputs
+    if x["initial"] is not None:
+        a = common.add_at_edge(a, axis, common.take_time(b, axis, 0) * x["initial"], last=False)
+    reset = None
+    if x["done"] is not None:
+        reset = common.shift_prev(common.flag(x["done"]), axis, False)
+        reset = jnp.broadcast_to(expand_features(reset, inputs.ndim), inputs.shape)
+    return a, b, reset
+
+
+def finalize(h, x, p, *, axis, reverse):
+    del x, p, axis, reverse
+    return h
