@@ -83,7 +83,9 @@ def boundary(x, name: str, shape: tuple[int, ...]) -> jax.Array:
             if np.broadcast_shapes(arr.shape, shape) != shape:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"{name}.shape={arr.shape} must be broadcastable to {shape} (the per-step shape without time)") from None
+            raise ValueError(
+                f"{name}.shape={arr.shape} must be broadcastable to {shape} (the per-step shape without time)"
+            ) from None
         arr = jnp.broadcast_to(arr, shape)
     return arr
 

@@ -88,7 +88,5 @@ def gae(
     )
     p = episodes.params(ep.step_shape, gamma=gamma, lambda_=lambda_)
     impl = dispatch.resolve(implementation)
-    adv, ret = core.evaluate(
-        "gae", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype
-    )
+    adv, ret = core.evaluate("gae", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype)
     return GAEOutput(adv, ret)

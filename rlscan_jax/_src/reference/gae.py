@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from rlscan_jax._src.reference import common
 
 
@@ -20,5 +19,3 @@ def coefficients(x, p, *, axis, reverse):
 def finalize(h, x, p, *, axis, reverse):
     del p, axis, reverse
     return h, h + x["values"]
-
-
