@@ -95,7 +95,7 @@ def param(x, name: str, shape: tuple[int, ...]) -> jax.Array:
     if isinstance(x, bool):
         raise TypeError(f"{name}={x!r} must be a number or a floating array, not a bool")
     if isinstance(x, numbers.Real):
-        return jnp.asarray(float(x), jnp.float32)
+        return jnp.asarray(float(x))  # weakly typed: float64 under jax_enable_x64
     arr = to_array(x, name)
     if not jnp.issubdtype(arr.dtype, jnp.floating):
         raise TypeError(f"{name}.dtype={arr.dtype} must be a floating dtype (pass a Python float or a float array)")

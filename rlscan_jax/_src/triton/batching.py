@@ -1,0 +1,70 @@
+"""`custom_vmap` on the launchers: vmapped axes fold into the kernel's rows, one launch per call.
+
+A vmapped argument arrives with its batch axis first, so a per-step array (*outer, T, *inner)
+becomes (V, *outer, T, *inner): the same kernel with OUTER·V rows and the time axis one
+further in, with no copy. Unbatched arrays beside batched ones are broadcast; a batched
+scalar parameter (γ, λ or a clip) becomes a per-step array.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+def _launcher(op: str):
+    from rlscan_jax._src.triton.launchers import gae, linear, retrace, returns, vtrace
+
+    return {
+        "gae": gae.forward,
+        "vtrace": vtrace.forward,
+        "retrace": retrace.forward,
+        "lambda_returns": returns.lambda_returns,
+        "discounted_returns": returns.discounted_returns,
+        "eligibility_traces": linear.eligibility_traces,
+        "episodic_cumsum": linear.episodic_cumsum,
+        "linear_scan": linear.linear_scan,
+    }[op]
+
+
+def _step_rank(x: dict, batched: dict) -> int:
+    """The unbatched rank of the per-step shape (done's or reset's where inputs carry feature axes)."""
+    for key in ("done", "reset", "rewards", "a", "inputs"):
+        if x.get(key) is not None:
+            return x[key].ndim - int(batched[key])
+    raise ValueError("no per-step input")
+
+
+def _batch_param(v: jax.Array, batched: bool, size: int, step_rank: int) -> jax.Array:
+    if not batched:
+        return v
+    # (V, *s) with s broadcastable to the per-step shape: align s to its trailing axes.
+    return v.reshape((size,) + (1,) * (step_rank - (v.ndim - 1)) + v.shape[1:])
+
+
+@functools.cache
+def launcher(op: str, axis: int, reverse: bool, out_dtype, store_h: bool):
+    """The op's forward launch as a function of (x, p) that vmap folds into one launch."""
+    forward = functools.partial(_launcher(op), axis=axis, reverse=reverse, out_dtype=out_dtype, store_h=store_h)
+
+    @jax.custom_batching.custom_vmap
+    def run(x, p):
+        return forward(x, p)
+
+    @run.def_vmap
+    def rule(axis_size, in_batched, x, p):
+        x_batched, p_batched = in_batched
+        rank = _step_rank(x, x_batched)
+        xb = {}
+        for k, v in x.items():
+            if v is None or x_batched[k]:
+                xb[k] = v
+            else:
+                xb[k] = jnp.broadcast_to(v, (axis_size, *v.shape))
+        pb = {k: _batch_param(v, p_batched[k], axis_size, rank) for k, v in p.items()}
+        out = launcher(op, axis + 1, reverse, out_dtype, store_h)(xb, pb)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return run

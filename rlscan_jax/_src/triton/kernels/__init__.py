@@ -1,0 +1,1 @@
+"""@triton.jit code only: one module per estimator, shared helpers in `common`."""

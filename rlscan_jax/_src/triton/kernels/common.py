@@ -1,0 +1,226 @@
+"""Shared @triton.jit machinery: offsets, loads, the reset-aware affine combine, chunk carries.
+
+Every kernel views its per-step arrays as [OUTER, T, INNER] (contiguous; rows n = o·INNER + i,
+N = OUTER·INNER) and works on register blocks [BT, BB] of BT time steps × BB rows.
+
+    LAYOUT 0: time-major  [T, N]      (OUTER = 1)   offset t·N + n
+    LAYOUT 1: batch-major [N, T]      (INNER = 1)   offset n·T + t
+    LAYOUT 2: general     [OUTER, T, INNER]          offset o·T·INNER + t·INNER + i
+
+A row's time axis is split into chunks of BT steps; a program walks the chunks of one
+segment in scan order, carrying the state between them. With one segment per row (PHASE 0)
+that is the whole scan. For long rows, the row is split into segments scanned in parallel:
+PHASE 1 writes each segment's composite (h, b, r), `carry_kernel` chains them into each
+segment's incoming carry, and PHASE 2 rescans each segment from that carry.
+
+The carry entering a segment maps to the state h at each position as
+    h_t = A_t + [not R_t] · B_t · carry
+with (A, B, R) the inclusive scan of the chunk. Boundaries select instead of multiplying,
+so a NaN behind a boundary never crosses it.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def combine(a1, b1, r1, a2, b2, r2):
+    """(a1, b1, r1) then (a2, b2, r2), in processing order."""
+    a = a2 + tl.where(r2, 0.0, b2 * a1)
+    return a, b2 * b1, r1 | r2
+
+
+@triton.jit
+def combine_next(h1, s1, k1, h2, s2, k2):
+    """A shift as a scan: the result at t holds (h_t, h at the next position processed before t)."""
+    return h2, tl.where(k2, s2, h1), k1 | True
+
+
+@triton.jit
+def chunk_index(i_s, k, CPS, REVERSE: tl.constexpr):
+    """The chunk that segment i_s processes at its k-th step, in scan order."""
+    if REVERSE:
+        return (i_s + 1) * CPS - 1 - k
+    else:
+        return i_s * CPS + k
+
+
+@triton.jit
+def rows(i_b, BIG: tl.constexpr, BB: tl.constexpr):
+    """The program's rows o_n [BB] (int64 where N·T may pass 2^31)."""
+    o_n = i_b * BB + tl.arange(0, BB)
+    if BIG:
+        o_n = o_n.to(tl.int64)
+    return o_n
+
+
+@triton.jit
+def offsets(o_n, c, N, T, INNER, LAYOUT: tl.constexpr, BIG: tl.constexpr, BT: tl.constexpr):
+    """Returns o_t [BT], the element offsets [BT, BB], their mask, and the time stride."""
+    o_t = c * BT + tl.arange(0, BT)
+    if BIG:
+        o_t = o_t.to(tl.int64)
+    m = (o_t < T)[:, None] & (o_n < N)[None, :]
+    if LAYOUT == 0:
+        off = o_t[:, None] * N + o_n[None, :]
+        ts = N
+    elif LAYOUT == 1:
+        off = o_n[None, :] * T + o_t[:, None]
+        ts = 1
+    else:
+        o_o = o_n // INNER
+        o_i = o_n % INNER
+        off = o_o[None, :] * T * INNER + o_t[:, None] * INNER + o_i[None, :]
+        ts = INNER
+    return o_t, off, m, ts
+
+
+@triton.jit
+def step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT: tl.constexpr):
+    """Offsets into a per-step array whose rows are groups of FEAT trailing feature elements."""
+    if HAS_FEAT:
+        inner = INNER // FEAT
+        o_o = o_n // INNER
+        o_i = (o_n % INNER) // FEAT
+        return o_o[None, :] * T * inner + o_t[:, None] * inner + o_i[None, :]
+    else:
+        return off
+
+
+@triton.jit
+def edge(o_t, o_n, t):
+    """A [BT, BB] int1 block, true on time row t."""
+    return (o_t == t)[:, None] & (o_n >= 0)[None, :]
+
+
+@triton.jit
+def load(p, off, m, F64: tl.constexpr):
+    x = tl.load(p + off, mask=m, other=0.0)
+    if F64:
+        return x.to(tl.float64)
+    else:
+        return x.to(tl.float32)
+
+
+@triton.jit
+def load_flag(p, off, m):
+    """A flag of any dtype as int1 (non-zero is true; outside the mask false)."""
+    return tl.load(p + off, mask=m, other=0) != 0
+
+
+@triton.jit
+def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
+    """A parameter: one scalar, or a per-step array of the rows' layout."""
+    if FULL:
+        return load(p, off, m, F64)
+    else:
+        x = tl.load(p)
+        if F64:
+            return x.to(tl.float64)
+        else:
+            return x.to(tl.float32)
+
+
+@triton.jit
+def scan(a, b, r, m, REVERSE: tl.constexpr):
+    """Inclusive scan of a chunk along time; masked positions are identity elements."""
+    a = tl.where(m, a, 0.0)
+    b = tl.where(m, b, 1.0)
+    r = r & m
+    return tl.associative_scan((a, b, r), 0, combine, reverse=REVERSE)
+
+
+@triton.jit
+def row(x, o_t, t):
+    """x[t, :] of a block [BT, BB] as [BB], by selection (NaN elsewhere never leaks in)."""
+    return tl.sum(tl.where((o_t == t)[:, None], x, 0.0), axis=0)
+
+
+@triton.jit
+def row_flag(x, o_t, t):
+    return tl.max(tl.where((o_t == t)[:, None], x, False).to(tl.int32), axis=0) != 0
+
+
+@triton.jit
+def exit_time(c, BT: tl.constexpr, REVERSE: tl.constexpr):
+    """The time index whose state carries into the next chunk in scan order."""
+    if REVERSE:
+        return c * BT
+    else:
+        return c * BT + BT - 1
+
+
+@triton.jit
+def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.constexpr, F64: tl.constexpr):
+    """The carry (h, b, r) entering a segment: the window-edge value, zero, or from carry_kernel."""
+    m_n = o_n < N
+    zero = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
+    ch = zero
+    if PHASE == 2:
+        ch = load(p_cin, i_s * N + o_n, m_n, F64)
+    elif PHASE == 0:
+        if HAS_INITIAL:
+            ch = load(p_init, o_n, m_n, F64)
+    return ch, zero + 1.0, o_n < 0
+
+
+@triton.jit
+def advance(ch, cb, cr, A, B, R, o_t, t_exit):
+    """The carry after a chunk: compose the chunk's exit composite with the carry."""
+    a_e = row(A, o_t, t_exit)
+    b_e = row(B, o_t, t_exit)
+    r_e = row_flag(R, o_t, t_exit)
+    ch = a_e + tl.where(r_e, 0.0, b_e * ch)
+    return ch, b_e * cb, r_e | cr
+
+
+@triton.jit
+def apply(A, B, R, ch):
+    """h = A + [not R] · B · carry."""
+    return A + tl.where(R, 0.0, B * ch[None, :])
+
+
+@triton.jit
+def store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr):
+    m_n = o_n < N
+    tl.store(p_sh + i_s * N + o_n, ch.to(p_sh.dtype.element_ty), mask=m_n)
+    tl.store(p_sb + i_s * N + o_n, cb.to(p_sb.dtype.element_ty), mask=m_n)
+    tl.store(p_sr + i_s * N + o_n, cr.to(p_sr.dtype.element_ty), mask=m_n)
+
+
+@triton.jit
+def store(p, off, x, m):
+    tl.store(p + off, x.to(p.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def carry_kernel(
+    p_sh,
+    p_sb,
+    p_sr,
+    p_init,
+    N,
+    NSEG,
+    p_cin,
+    HAS_INITIAL: tl.constexpr,
+    REVERSE: tl.constexpr,
+    F64: tl.constexpr,
+    BB: tl.constexpr,
+):
+    """Chains the segments' composites [NSEG, N] into each segment's incoming carry [NSEG, N]."""
+    i_b = tl.program_id(0)
+    o_n = i_b * BB + tl.arange(0, BB)
+    m_n = o_n < N
+    x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
+    if HAS_INITIAL:
+        x = load(p_init, o_n, m_n, F64)
+    for k in range(NSEG):
+        if REVERSE:
+            s = NSEG - 1 - k
+        else:
+            s = k
+        tl.store(p_cin + s * N + o_n, x.to(p_cin.dtype.element_ty), mask=m_n)
+        sh = load(p_sh, s * N + o_n, m_n, F64)
+        sb = load(p_sb, s * N + o_n, m_n, F64)
+        sr = tl.load(p_sr + s * N + o_n, mask=m_n, other=0) != 0
+        x = sh + tl.where(sr, 0.0, sb * x)

@@ -1,0 +1,84 @@
+"""Forward or backward linear scans with optional resets: linear_scan, episodic sums, eligibility traces.
+
+    h_t = a_t + [not reset_t] · b_t · h_{t∓1},   the carry entering the window = initial (or 0)
+
+with a_t = inputs, and
+    linear_scan:          b_t = b (loaded), reset_t = reset (loaded; the adjoint pass uses it)
+    episodic_cumsum:      b_t = 1, reset_t = done_{t-1} (forward) or done_t (reverse)
+    eligibility_traces:   b_t = γλ, reset_t = done_{t-1}
+Per-step arrays (done, b, reset, γ, λ) may have FEAT trailing feature elements per value.
+"""
+
+import triton
+import triton.language as tl
+
+from rlscan_jax._src.triton.kernels import common
+
+
+@triton.jit
+def linear_kernel(
+    p_x,
+    p_b,
+    p_reset,
+    p_gamma,
+    p_lam,
+    p_init,
+    p_cin,
+    N,
+    T,
+    INNER,
+    CPS,
+    FEAT,
+    p_h,
+    p_sh,
+    p_sb,
+    p_sr,
+    LAYOUT: tl.constexpr,
+    BIG: tl.constexpr,
+    F64: tl.constexpr,
+    REVERSE: tl.constexpr,
+    HAS_B: tl.constexpr,
+    HAS_RESET: tl.constexpr,
+    RESET_PREV: tl.constexpr,
+    HAS_DECAY: tl.constexpr,
+    GAMMA_FULL: tl.constexpr,
+    LAMBDA_FULL: tl.constexpr,
+    HAS_INITIAL: tl.constexpr,
+    HAS_FEAT: tl.constexpr,
+    PHASE: tl.constexpr,
+    BT: tl.constexpr,
+    BB: tl.constexpr,
+):
+    """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
+    i_b = tl.program_id(0)
+    i_s = tl.program_id(1)
+    o_n = common.rows(i_b, BIG, BB)
+    ch, cb, cr = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
+    for k in range(CPS):
+        c = common.chunk_index(i_s, k, CPS, REVERSE)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
+        s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
+        b_x = common.load(p_x, off, m, F64)  # [BT, BB]
+        if HAS_B:
+            b_b = common.load(p_b, s_off, m, F64)
+        elif HAS_DECAY:
+            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64) * common.load_param(
+                p_lam, s_off, m, LAMBDA_FULL, F64
+            )
+        else:
+            b_b = 1.0
+        # Without an initial value nothing enters at the window edge.
+        reset = common.edge(o_t, o_n, T - 1 if REVERSE else 0) & (not HAS_INITIAL)
+        if HAS_RESET:
+            if RESET_PREV:
+                p_off = common.step_offsets(o_t - 1, o_n, T, INNER, FEAT, off - ts, HAS_FEAT)
+                reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
+            else:
+                reset = reset | common.load_flag(p_reset, s_off, m)
+        A, B, R = common.scan(b_x, b_b, reset, m, REVERSE)
+        h = common.apply(A, B, R, ch)
+        if PHASE != 1:
+            common.store(p_h, off, h, m)
+        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, REVERSE))
+    if PHASE == 1:
+        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

@@ -1,0 +1,92 @@
+"""λ-returns and discounted returns: backward scans that bootstrap where the episode or window ends.
+
+λ-returns:   a_t = r_t + γ(1-term_t) [(1-λ) v'_t if continuing else v'_t],  b_t = γλ
+discounted:  a_t = r_t + γ(1-term_t) [v'_t if done_t or t = T-1 else 0],    b_t = γ
+"""
+
+import triton
+import triton.language as tl
+
+from rlscan_jax._src.triton.kernels import common
+
+
+@triton.jit
+def returns_kernel(
+    p_r,
+    p_v,
+    p_nv,
+    p_boot,
+    p_term,
+    p_trunc,
+    p_gamma,
+    p_lam,
+    p_cin,
+    N,
+    T,
+    INNER,
+    CPS,
+    p_g,
+    p_sh,
+    p_sb,
+    p_sr,
+    LAYOUT: tl.constexpr,
+    BIG: tl.constexpr,
+    F64: tl.constexpr,
+    LAMBDA: tl.constexpr,
+    HAS_TERM: tl.constexpr,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_VALUES: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    GAMMA_FULL: tl.constexpr,
+    LAMBDA_FULL: tl.constexpr,
+    PHASE: tl.constexpr,
+    BT: tl.constexpr,
+    BB: tl.constexpr,
+):
+    """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
+
+    v'_t comes from next_values (HAS_NEXT), else from values[t+1] (HAS_VALUES, λ-returns only)
+    and bootstrap_value at T-1 (HAS_BOOT; a zero bootstrap without it).
+    """
+    i_b = tl.program_id(0)
+    i_s = tl.program_id(1)
+    o_n = common.rows(i_b, BIG, BB)
+    ch, cb, cr = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
+    for k in range(CPS):
+        c = common.chunk_index(i_s, k, CPS, True)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
+        last = common.edge(o_t, o_n, T - 1)
+        b_r = common.load(p_r, off, m, F64)  # [BT, BB]
+        done = last
+        b_nv = b_r * 0.0
+        if HAS_NEXT:
+            b_nv = common.load(p_nv, off, m, F64)
+        else:
+            if HAS_VALUES:
+                b_nv = common.load(p_v, off + ts, m & ~last, F64)
+            if HAS_BOOT:
+                b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
+                b_nv = tl.where(last, b_boot[None, :], b_nv)
+        term = last & False
+        if HAS_TERM:
+            term = common.load_flag(p_term, off, m)
+            done = done | term
+        if HAS_TRUNC:
+            done = done | common.load_flag(p_trunc, off, m)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+        if LAMBDA:
+            b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
+            b_boot_t = tl.where(done, b_nv, (1.0 - b_l) * b_nv)
+            b_b = b_g * b_l
+        else:
+            b_boot_t = tl.where(done, b_nv, 0.0)
+            b_b = b_g
+        a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
+        A, B, R = common.scan(a, b_b, done, m, True)
+        h = common.apply(A, B, R, ch)
+        if PHASE != 1:
+            common.store(p_g, off, h, m)
+        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+    if PHASE == 1:
+        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

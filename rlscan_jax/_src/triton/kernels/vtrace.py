@@ -1,0 +1,98 @@
+"""V-trace: a_t = ρ̄_t(r_t + γ(1-term_t) v'_t - V_t), b_t = γ c_t, reset at done_t; then pg_t."""
+
+import triton
+import triton.language as tl
+
+from rlscan_jax._src.triton.kernels import common
+
+
+@triton.jit
+def vtrace_kernel(
+    p_r,
+    p_v,
+    p_lr,
+    p_nv,
+    p_boot,
+    p_term,
+    p_trunc,
+    p_gamma,
+    p_lam,
+    p_rho_clip,
+    p_c_clip,
+    p_pg_clip,
+    p_cin,
+    N,
+    T,
+    INNER,
+    CPS,
+    p_vs,
+    p_pg,
+    p_h,
+    p_sh,
+    p_sb,
+    p_sr,
+    LAYOUT: tl.constexpr,
+    BIG: tl.constexpr,
+    F64: tl.constexpr,
+    HAS_TERM: tl.constexpr,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    GAMMA_FULL: tl.constexpr,
+    LAMBDA_FULL: tl.constexpr,
+    RHO_CLIP_FULL: tl.constexpr,
+    C_CLIP_FULL: tl.constexpr,
+    PG_CLIP_FULL: tl.constexpr,
+    STORE_H: tl.constexpr,
+    PHASE: tl.constexpr,
+    BT: tl.constexpr,
+    BB: tl.constexpr,
+):
+    i_b = tl.program_id(0)
+    i_s = tl.program_id(1)
+    o_n = common.rows(i_b, BIG, BB)
+    ch, cb, cr = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
+    for k in range(CPS):
+        c = common.chunk_index(i_s, k, CPS, True)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
+        last = common.edge(o_t, o_n, T - 1)
+        t_end = common.edge(o_t, o_n, c * BT + BT - 1)
+        b_r = common.load(p_r, off, m, F64)  # [BT, BB]
+        b_v = common.load(p_v, off, m, F64)
+        b_rho = tl.exp(common.load(p_lr, off, m, F64))
+        if HAS_NEXT:
+            b_nv = common.load(p_nv, off, m, F64)
+            # V_{t+1} is needed only where the chunk hands over to the next one.
+            b_v1 = common.load(p_v, off + ts, m & t_end & ~last, F64)
+        else:
+            b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
+            b_v1 = common.load(p_v, off + ts, m & ~last, F64)
+            b_nv = tl.where(last, b_boot[None, :], b_v1)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
+        b_rho_bar = tl.minimum(common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64), b_rho)
+        b_c = b_l * tl.minimum(common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64), b_rho)
+        b_disc = b_g * b_nv
+        done = last
+        term = last & False
+        if HAS_TERM:
+            term = common.load_flag(p_term, off, m)
+            b_disc = tl.where(term, 0.0, b_disc)
+            done = done | term
+        if HAS_TRUNC:
+            done = done | common.load_flag(p_trunc, off, m)
+        A, B, R = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True)
+        h = common.apply(A, B, R, ch)
+        if PHASE != 1:
+            b_vs = b_v + h
+            # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
+            _, b_vs1, _ = tl.associative_scan((b_vs, b_v1 + ch[None, :], t_end & False), 0, common.combine_next, True)
+            b_w = tl.where(done, b_nv, b_vs1)
+            b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64), b_rho)
+            b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
+            common.store(p_vs, off, b_vs, m)
+            common.store(p_pg, off, b_pg, m)
+            if STORE_H:
+                common.store(p_h, off, h, m)
+        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+    if PHASE == 1:
+        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

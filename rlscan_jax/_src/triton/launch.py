@@ -1,0 +1,265 @@
+"""Launching a Triton kernel from JAX: `jax_triton.triton_call` on a GPU, the interpreter on a CPU.
+
+Kernel parameters are ordered inputs, then scalars, then outputs, with every constexpr passed
+by keyword: with outputs after every input and scalar, jax-triton 0.3.x (outputs follow all
+positional arguments) and 0.4.x (outputs fill the parameters left unfilled) bind alike.
+
+With TRITON_INTERPRET=1 set before import, the same kernel source runs on the CPU inside a
+`jax.pure_callback`, on NumPy buffers, so CI exercises the kernels without a GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlscan_jax._src import dispatch
+
+# Triton dtypes of the NumPy buffers handed to the interpreter.
+_TL_DTYPES = {
+    "float64": "float64",
+    "float32": "float32",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "bool": "int1",
+    "int8": "int8",
+    "uint8": "uint8",
+    "int16": "int16",
+    "uint16": "uint16",
+    "int32": "int32",
+    "uint32": "uint32",
+    "int64": "int64",
+    "uint64": "uint64",
+}
+
+
+class _HostBuffer:
+    """A NumPy buffer as the interpreter sees a tensor: a data pointer and a Triton dtype."""
+
+    def __init__(self, array: np.ndarray):
+        import triton.language as tl
+
+        self.array = array
+        self.dtype = getattr(tl, _TL_DTYPES[array.dtype.name])
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+
+@contextlib.contextmanager
+def _host_buffers():
+    """The interpreter copies device tensors to the host and back; ours already are host memory."""
+    from triton.runtime import interpreter
+
+    executor = interpreter.GridExecutor
+    saved = executor._init_args_hst, executor._restore_args_dev
+    executor._init_args_hst = lambda self, args, kwargs: (args, kwargs)
+    executor._restore_args_dev = lambda self, *args: None
+    try:
+        yield
+    finally:
+        executor._init_args_hst, executor._restore_args_dev = saved
+
+
+def _interpret(kernel, grid, args, out_shapes, constexprs):
+    arrays = [a for a in args if isinstance(a, jax.Array)]
+
+    def host(*host_arrays):
+        it = iter(host_arrays)
+        bufs = [np.ascontiguousarray(next(it)) if isinstance(a, jax.Array) else a for a in args]
+        outs = [np.zeros(s.shape, s.dtype) for s in out_shapes]
+        call_args = [_HostBuffer(b) if isinstance(b, np.ndarray) else b for b in bufs]
+        call_args += [_HostBuffer(o) for o in outs]
+        with _host_buffers():
+            kernel[grid](*call_args, **constexprs)
+        return outs
+
+    return jax.pure_callback(host, list(out_shapes), *arrays, vmap_method="sequential")
+
+
+def call(
+    kernel,
+    *,
+    grid: tuple[int, ...],
+    args: Sequence,
+    out_shapes: Sequence[jax.ShapeDtypeStruct],
+    num_warps: int = 4,
+    **constexprs,
+) -> list[jax.Array]:
+    """Runs `kernel` on `grid` with inputs and scalars `args`, returning the outputs."""
+    if dispatch.interpret_mode():
+        return list(_interpret(kernel, grid, args, out_shapes, constexprs))
+    import jax_triton as jt
+
+    outs = jt.triton_call(
+        *args,
+        kernel=kernel,
+        out_shape=list(out_shapes),
+        grid=grid,
+        num_warps=num_warps,
+        num_stages=1,
+        **constexprs,
+    )
+    return list(outs) if isinstance(outs, (list, tuple)) else [outs]
+
+
+def placeholder() -> jax.ShapeDtypeStruct:
+    """An output slot a kernel variant does not write (one byte)."""
+    return jax.ShapeDtypeStruct((1,), jnp.int8)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(x: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, x))))
+
+
+# Elements of one [BT, BB] register block, and the programs that keep an H200's 132 SMs busy.
+BLOCK_ELEMS = 2048
+MIN_ROWS_TIME_MAJOR = 32
+MAX_BT = 1024
+TARGET_PROGRAMS = 528
+
+
+class Geometry(NamedTuple):
+    """A per-step array of shape (*outer, T, *inner) viewed as [OUTER, T, INNER] without a copy."""
+
+    outer: int
+    T: int
+    inner: int
+    layout: int  # 0 time-major (OUTER = 1), 1 batch-major (INNER = 1), 2 general
+
+    @property
+    def N(self) -> int:
+        return self.outer * self.inner
+
+
+def geometry(shape: tuple[int, ...], axis: int) -> Geometry:
+    outer = math.prod(shape[:axis])
+    inner = math.prod(shape[axis + 1 :])
+    layout = 0 if outer == 1 else (1 if inner == 1 else 2)
+    return Geometry(outer, shape[axis], inner, layout)
+
+
+class Plan(NamedTuple):
+    BT: int
+    BB: int
+    row_blocks: int
+    nseg: int  # segments per row scanned in parallel (1: a single pass)
+    cps: int  # chunks per segment
+    big: bool  # int64 offsets
+
+
+def plan(g: Geometry) -> Plan:
+    """Block sizes and the split of long rows, by layout and shape."""
+    T, N = g.T, g.N
+    if g.layout == 1:
+        BT = min(next_pow2(T), MAX_BT)
+        BB = min(next_pow2(N), max(1, BLOCK_ELEMS // BT))
+    else:
+        BB = min(next_pow2(N), max(MIN_ROWS_TIME_MAJOR, BLOCK_ELEMS // next_pow2(T)))
+        BT = min(next_pow2(T), max(2, BLOCK_ELEMS // BB))
+    BT = max(BT, 2)
+    chunks = cdiv(T, BT)
+    row_blocks = cdiv(N, BB)
+    nseg = 1
+    if row_blocks < TARGET_PROGRAMS and chunks > 1:
+        nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
+    cps = cdiv(chunks, nseg)
+    nseg = cdiv(chunks, cps)
+    big = g.outer * T * g.inner + g.inner * BT >= 2**31 - 1
+    return Plan(BT, BB, row_blocks, nseg, cps, big)
+
+
+def scan_call(
+    kernel,
+    *,
+    g: Geometry,
+    inputs: Sequence[jax.Array],
+    scalars: Sequence[int] = (),
+    outputs: Sequence[jax.ShapeDtypeStruct],
+    reverse: bool,
+    f64: bool,
+    initial: jax.Array | None = None,
+    **flags,
+) -> list[jax.Array]:
+    """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
+
+    The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
+    the three segment-summary outputs; `flags` are its constexprs besides the layout ones.
+    """
+    p = plan(g)
+    meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, BT=p.BT, BB=p.BB, **flags)
+    sizes = [g.N, g.T, g.inner, p.cps, *scalars]
+    holes = [placeholder()] * len(outputs)
+    if p.nseg == 1:
+        outs = call(
+            kernel,
+            grid=(p.row_blocks, 1),
+            args=[*inputs, inputs[0], *sizes],
+            out_shapes=[*outputs, *[placeholder()] * 3],
+            PHASE=0,
+            **meta,
+        )
+        return outs[: len(outputs)]
+    acc = jnp.float64 if f64 else jnp.float32
+    seg = (p.nseg * g.N,)
+    summary = call(
+        kernel,
+        grid=(p.row_blocks, p.nseg),
+        args=[*inputs, inputs[0], *sizes],
+        out_shapes=[
+            *holes,
+            jax.ShapeDtypeStruct(seg, acc),
+            jax.ShapeDtypeStruct(seg, acc),
+            jax.ShapeDtypeStruct(seg, jnp.int8),
+        ],
+        PHASE=1,
+        **meta,
+    )[len(outputs) :]
+    from rlscan_jax._src.triton.kernels.common import carry_kernel
+
+    bb = min(next_pow2(g.N), 256)
+    (cin,) = call(
+        carry_kernel,
+        grid=(cdiv(g.N, bb),),
+        args=[*summary, inputs[0] if initial is None else initial, g.N, p.nseg],
+        out_shapes=[jax.ShapeDtypeStruct(seg, acc)],
+        HAS_INITIAL=initial is not None,
+        REVERSE=reverse,
+        F64=f64,
+        BB=bb,
+    )
+    outs = call(
+        kernel,
+        grid=(p.row_blocks, p.nseg),
+        args=[*inputs, cin, *sizes],
+        out_shapes=[*outputs, *[placeholder()] * 3],
+        PHASE=2,
+        **meta,
+    )
+    return outs[: len(outputs)]
+
+
+def param(v: jax.Array, shape: tuple[int, ...]) -> tuple[jax.Array, bool]:
+    """A parameter as the kernels take it: ([1], False) for a scalar, else (per-step array, True)."""
+    if v.ndim == 0:
+        return v.reshape(1), False
+    return jnp.broadcast_to(v, shape), True
+
+
+def out(shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def or_(v: jax.Array | None, fallback: jax.Array) -> jax.Array:
+    """An absent input's pointer slot gets an existing buffer; a constexpr flag keeps it unread."""
+    return fallback if v is None else v

@@ -1,0 +1,81 @@
+"""linear_scan, episodic_cumsum and eligibility_traces share one kernel."""
+
+import math
+
+import jax.numpy as jnp
+
+from rlscan_jax._src.triton import launch
+from rlscan_jax._src.triton.kernels.linear import linear_kernel
+
+
+def _forward(inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=None, initial, axis, reverse, out_dtype):
+    """reset (per-step, possibly without inputs' trailing feature axes) applies at t, or t-1 (reset_prev)."""
+    shape = inputs.shape
+    step = shape if reset is None else reset.shape
+    feat = math.prod(shape[len(step) :])
+    decay = gamma is not None
+    gamma, gamma_full = launch.param(gamma, step) if decay else (inputs, False)
+    lam, lam_full = launch.param(lam, step) if decay else (inputs, False)
+    (h,) = launch.scan_call(
+        linear_kernel,
+        g=launch.geometry(shape, axis),
+        inputs=[
+            inputs,
+            launch.or_(b, inputs),
+            launch.or_(reset, inputs),
+            gamma,
+            lam,
+            launch.or_(initial, inputs),
+        ],
+        scalars=[feat],
+        outputs=[launch.out(shape, out_dtype)],
+        reverse=reverse,
+        f64=out_dtype == jnp.float64,
+        initial=initial,
+        REVERSE=reverse,
+        HAS_B=b is not None,
+        HAS_RESET=reset is not None,
+        RESET_PREV=reset_prev,
+        HAS_DECAY=decay,
+        GAMMA_FULL=gamma_full,
+        LAMBDA_FULL=lam_full,
+        HAS_INITIAL=initial is not None,
+        HAS_FEAT=feat > 1,
+    )
+    return h, None
+
+
+def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
+    """x: a, b (a's shape), optional reset (a's shape; the adjoint pass), optional initial."""
+    del p, store_h
+    return _forward(
+        x["a"], b=x["b"], reset=x.get("reset"), initial=x["initial"], axis=axis, reverse=reverse, out_dtype=out_dtype
+    )
+
+
+def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
+    del p, store_h
+    return _forward(
+        x["inputs"],
+        reset=x["done"],
+        reset_prev=not reverse,
+        initial=x["initial"],
+        axis=axis,
+        reverse=reverse,
+        out_dtype=out_dtype,
+    )
+
+
+def eligibility_traces(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse, store_h
+    return _forward(
+        x["inputs"],
+        reset=x["done"],
+        reset_prev=True,
+        gamma=p["gamma"],
+        lam=p["lambda_"],
+        initial=x["initial"],
+        axis=axis,
+        reverse=False,
+        out_dtype=out_dtype,
+    )

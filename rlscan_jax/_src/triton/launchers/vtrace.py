@@ -1,0 +1,41 @@
+import jax.numpy as jnp
+
+from rlscan_jax._src import checks
+from rlscan_jax._src.triton import launch
+from rlscan_jax._src.triton.kernels.vtrace import vtrace_kernel
+
+
+def forward(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse
+    r = x["rewards"]
+    shape = r.shape
+    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
+    outputs = [launch.out(shape, out_dtype)] * 2
+    outputs.append(launch.out(shape, checks.compute_dtype(out_dtype)) if store_h else launch.placeholder())
+    vs, pg, h = launch.scan_call(
+        vtrace_kernel,
+        g=launch.geometry(shape, axis),
+        inputs=[
+            r,
+            x["values"],
+            x["log_rhos"],
+            launch.or_(x["next_values"], r),
+            launch.or_(x["bootstrap_value"], r),
+            launch.or_(x["terminated"], r),
+            launch.or_(x["truncated"], r),
+            *[v for v, _ in params.values()],
+        ],
+        outputs=outputs,
+        reverse=True,
+        f64=out_dtype == jnp.float64,
+        HAS_TERM=x["terminated"] is not None,
+        HAS_TRUNC=x["truncated"] is not None,
+        HAS_NEXT=x["next_values"] is not None,
+        GAMMA_FULL=params["gamma"][1],
+        LAMBDA_FULL=params["lambda_"][1],
+        RHO_CLIP_FULL=params["rho_clip"][1],
+        C_CLIP_FULL=params["c_clip"][1],
+        PG_CLIP_FULL=params["pg_rho_clip"][1],
+        STORE_H=store_h,
+    )
+    return (vs, pg), (h if store_h else None)

@@ -1,0 +1,110 @@
+"""The Triton implementation of every op: a `custom_vjp` over the fused forward kernel.
+
+    forward:   one fused kernel (launcher.forward) reads the raw inputs and writes the outputs.
+    backward:  the reference's own `finalize` and `coefficients` give, by jax.vjp, the cotangent
+               of the scan state and the map from (da, db) to the inputs' cotangents (elementwise
+               work that XLA fuses); in between, the adjoint recurrence
+                   u_t = g_t + [not r_{t∓1}] · b_{t∓1} · u_{t∓1}
+               runs in the opposite direction on the Triton linear-scan kernel, and
+                   da_t = u_t,   db_t = [not r_t] · u_t · h_{t±1}.
+
+The launchers carry the `custom_vmap` rule (batching.py); `custom_vjp` sits outside them,
+never on the same function (jax issue 14150).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlscan_jax._src import checks, core
+from rlscan_jax._src.reference import common
+from rlscan_jax._src.triton import batching
+
+
+def _is_float(v) -> bool:
+    return v is not None and jnp.issubdtype(v.dtype, jnp.floating)
+
+
+def _split(x: dict) -> tuple[dict, dict]:
+    """Floating inputs (differentiated) and the rest (flags, absent inputs)."""
+    floats = {k: v for k, v in x.items() if _is_float(v)}
+    rest = {k: v for k, v in x.items() if not _is_float(v)}
+    return floats, rest
+
+
+def _zero_cotangent(v):
+    if v is None:
+        return None
+    return np.zeros(v.shape, dtype=jax.dtypes.float0)
+
+
+def _adjoint(g_h, b, reset, h, *, axis, reverse):
+    """u, db of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward)."""
+    if reverse:
+        b_adj = common.shift_prev(b, axis, 0.0)
+        r_adj = None if reset is None else common.shift_prev(reset, axis, True)
+        h_prev = common.shift_next(h, axis, 0.0)
+    else:
+        b_adj = common.shift_next(b, axis, 0.0)
+        r_adj = None if reset is None else common.shift_next(reset, axis, True)
+        h_prev = common.shift_prev(h, axis, 0.0)
+    x = {"a": g_h, "b": b_adj, "reset": r_adj, "initial": None}
+    u, _ = batching.launcher("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False)(x, {})
+    db = u * h_prev
+    if reset is not None:
+        db = jnp.where(reset, jnp.zeros_like(db), db)
+    return u, db
+
+
+@functools.cache
+def _op(op: str, axis: int, reverse: bool, out_dtype):
+    ref = core.reference_module(op)
+    cdt = checks.compute_dtype(out_dtype)
+
+    @jax.custom_vjp
+    def f(x, p):
+        outs, _ = batching.launcher(op, axis, reverse, out_dtype, False)(x, p)
+        return outs
+
+    def f_fwd(x, p):
+        outs, h = batching.launcher(op, axis, reverse, out_dtype, True)(x, p)
+        if h is None:
+            h = outs[0] if isinstance(outs, tuple) else outs
+        return outs, (x, p, h)
+
+    def f_bwd(res, g):
+        x, p, h = res
+        xf, rest = _split(x)
+        xf_c = {k: v.astype(cdt) for k, v in xf.items()}
+        p_c = {k: v.astype(cdt) for k, v in p.items()}
+
+        def coefficients(xf_, p_):
+            a, b, reset = ref.coefficients({**xf_, **rest}, p_, axis=axis, reverse=reverse)
+            return (a, b), reset
+
+        def finalize(h_, xf_, p_):
+            return ref.finalize(h_, {**xf_, **rest}, p_, axis=axis, reverse=reverse)
+
+        (_, b), coef_vjp, reset = jax.vjp(coefficients, xf_c, p_c, has_aux=True)
+        h = h.astype(cdt)
+        _, fin_vjp = jax.vjp(finalize, h, xf_c, p_c)
+        g_h, gx_fin, gp_fin = fin_vjp(jax.tree.map(lambda t: t.astype(cdt), g))
+        u, db = _adjoint(g_h, b, reset, h, axis=axis, reverse=reverse)
+        gx_coef, gp_coef = coef_vjp((u, db))
+        gx = {k: (gx_fin[k] + gx_coef[k]).astype(xf[k].dtype) for k in xf}
+        gp = {k: (gp_fin[k] + gp_coef[k]).astype(p[k].dtype) for k in p}
+        gx.update({k: _zero_cotangent(v) for k, v in rest.items()})
+        return gx, gp
+
+    f.defvjp(f_fwd, f_bwd)
+    return f
+
+
+def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, out_dtype):
+    """The op on the Triton kernels, differentiable and vmappable; outputs in `out_dtype`."""
+    p = {k: v if _is_float(v) else jnp.asarray(v, jnp.float32) for k, v in p.items()}
+    return _op(op, axis, reverse, jnp.dtype(out_dtype))(x, p)
