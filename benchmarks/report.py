@@ -1,0 +1,383 @@
+"""Markdown table, bandwidth plot and target check from the harness's JSON.
+
+    python -m benchmarks.report benchmarks/results/h200.json            # -> h200.md, h200_bandwidth.png
+    python -m benchmarks.report benchmarks/results/h200.json --targets
+    python -m benchmarks.report a.json b.json --merged-out benchmarks/results/h200.json   # join parts
+
+Definitions (per op, N×T, layout, dtype, mode):
+- bandwidth limit: bytes_min / copy bandwidth, the time a kernel that moves only the
+  unavoidable bytes would take at the measured device-to-device copy rate;
+- % of the limit: limit / device time (in-jit time where no device time was measured,
+  marked *);
+- speed-up vs X: X's in-jit time / the subject's in-jit time, both on the same inputs in the
+  same run (in-jit time is what a jitted training step pays, launch gaps included).
+Cases that failed the correctness gate carry no time and never count as a speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from benchmarks import run, shapes
+
+BASELINES = ("associative", "sequential", "rlax")
+BIG = 2**22
+
+
+def load(paths: Sequence[str]) -> tuple[dict, list[dict]]:
+    """Reads one or more results files; later files win on duplicate cases.
+
+    Returns:
+      (a merged header: the first file's, with every file's "runs"), the result records.
+    """
+    heads, by_key = [], {}
+    for path in paths:
+        h, records = run.load_results(path)
+        if h is not None:
+            heads.append(h)
+        for r in records:
+            by_key[run.key_of(r)] = r
+    head = dict(heads[0]) if heads else {"record": "header"}
+    if len(heads) > 1:
+        head["runs"] = [x for h in heads for x in h.get("runs", [])]
+        head["complete"] = all(h.get("complete", True) for h in heads)
+        head["remaining_units"] = [u for h in heads for u in h.get("remaining_units", [])]
+        head["part"] = "merged: " + ", ".join(str(h.get("part")) for h in heads)
+    return head, list(by_key.values())
+
+
+def _index(records: Sequence[dict]) -> dict:
+    return {run.key_of(r): r for r in records}
+
+
+def _order(records: Sequence[dict]) -> list[tuple]:
+    """Distinct (op, N, T, layout, dtype, mode) in a reading order."""
+    grid = {s: i for i, s in enumerate(shapes.GRID + shapes.QUICK_GRID)}
+    ops = {o: i for i, o in enumerate(shapes.OPS)}
+    seen = {(r["op"], r["N"], r["T"], r["layout"], r["dtype"], r["mode"]) for r in records}
+    return sorted(
+        seen,
+        key=lambda k: (
+            ops.get(k[0], 99),
+            grid.get((k[1], k[2]), 99),
+            k[1] * k[2],
+            shapes.LAYOUTS.index(k[3]) if k[3] in shapes.LAYOUTS else 9,
+            k[4],
+            k[5],
+        ),
+    )
+
+
+def subject_of(records: Sequence[dict], subject: str | None) -> str:
+    """The implementation the table is about: as asked, else triton if measured, else associative."""
+    if subject:
+        return subject
+    impls = {r["implementation"] for r in records}
+    return "triton" if "triton" in impls else "associative"
+
+
+def fraction(r: dict | None) -> tuple[float | None, bool]:
+    """(achieved fraction of the bandwidth limit, whether it used device time)."""
+    if r is None or r.get("status") != "ok" or not r.get("copy_bw_gbps"):
+        return None, False
+    t, device = (r["device_us"], True) if r.get("device_us") else (r.get("injit_us"), False)
+    if not t:
+        return None, False
+    limit_us = r["bytes_min"] / (r["copy_bw_gbps"] * 1e3)
+    return limit_us / t, device
+
+
+def speedup(subject: dict | None, base: dict | None) -> float | None:
+    if not subject or not base or subject.get("status") != "ok" or base.get("status") != "ok":
+        return None
+    if not subject.get("injit_us") or not base.get("injit_us"):
+        return None
+    return base["injit_us"] / subject["injit_us"]
+
+
+def _cell_speedup(subject: dict | None, base: dict | None) -> str:
+    if base is None:
+        return ""
+    if base["status"] == "skipped":
+        return "skipped"
+    if base["status"] in ("failed", "error"):
+        return base["status"]
+    x = speedup(subject, base)
+    return "" if x is None else f"{x:.3g}×"
+
+
+def _us(x) -> str:
+    return "" if x is None else f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
+
+
+def markdown_table(head: dict, records: Sequence[dict], subject: str | None = None) -> str:
+    subject = subject_of(records, subject)
+    idx = _index(records)
+    lines = [
+        f"Subject: **{subject}**. Device: {head.get('device')} ({head.get('platform')}), "
+        f"copy bandwidth {head.get('copy_bw_gbps')} GB/s, jax {head.get('jax')}, triton {head.get('triton')}, "
+        f"jax-triton {head.get('jax_triton')}, {head.get('date')}.",
+        "",
+        "% limit = bytes_min / copy bandwidth / device time (* in-jit time: no device time measured). "
+        "Speed-ups are in-jit time ratios.",
+        "",
+        f"| op | N×T | layout | dtype | mode | device µs | in-jit µs | % limit | "
+        f"{' | '.join(f'vs {b}' for b in BASELINES if b != subject)} |",
+        "|" + "---|" * (8 + sum(b != subject for b in BASELINES)),
+    ]
+    for op, n, t, layout, dtype, mode in _order(records):
+        s = idx.get((op, subject, layout, dtype, n, t, mode))
+        row = [op, f"{n}×{t}", layout, dtype, mode]
+        if s is None:
+            continue
+        if s["status"] != "ok":
+            note = f"max_err {s.get('max_err')}" if s["status"] == "failed" else (s.get("note") or "")
+            row += [s["status"].upper(), "", note]
+            row += ["" for b in BASELINES if b != subject]
+        else:
+            frac, device = fraction(s)
+            row += [_us(s.get("device_us")), _us(s.get("injit_us"))]
+            row += ["" if frac is None else f"{100 * frac:.0f}%{'' if device else '*'}"]
+            row += [_cell_speedup(s, idx.get((op, b, layout, dtype, n, t, mode))) for b in BASELINES if b != subject]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def short_table(head: dict, records: Sequence[dict]) -> str:
+    """A compact summary for the terminal: per op and shape, in-jit µs of every implementation."""
+    idx = _index(records)
+    impls = [i for i in ("triton", *BASELINES) if any(r["implementation"] == i for r in records)]
+    others = sorted({r["implementation"] for r in records} - set(impls))
+    impls += others
+    subject = subject_of(records, None)
+    lines = [
+        f"{head.get('device')} | copy {head.get('copy_bw_gbps')} GB/s | in-jit µs per call, time-major float32 "
+        f"where measured (all cases: python -m benchmarks.report) | % = {subject}'s fraction of the bandwidth limit"
+        " (* from in-jit time)",
+        f"{'op':<19} {'N×T':>10} {'layout':<11} {'dtype':<8} {'mode':<7} "
+        + " ".join(f"{i[:11]:>11}" for i in impls)
+        + f" {'%':>5}",
+    ]
+    for op, n, t, layout, dtype, mode in _order(records):
+        if (layout, dtype) != ("time_major", "float32") and any(
+            (op, i, "time_major", "float32", n, t, mode) in idx for i in impls
+        ):
+            continue
+        cells = []
+        for i in impls:
+            r = idx.get((op, i, layout, dtype, n, t, mode))
+            if r is None:
+                cells.append("")
+            elif r["status"] != "ok":
+                cells.append(r["status"])
+            else:
+                cells.append(_us(r.get("injit_us")))
+        frac, device = fraction(idx.get((op, subject, layout, dtype, n, t, mode)))
+        pct = "" if frac is None else f"{100 * frac:.0f}{'' if device else '*'}"
+        lines.append(
+            f"{op:<19} {f'{n}x{t}':>10} {layout:<11} {dtype:<8} {mode:<7} "
+            + " ".join(f"{c:>11}" for c in cells)
+            + f" {pct:>5}"
+        )
+    return "\n".join(lines)
+
+
+def plot(head: dict, records: Sequence[dict], path: str, subject: str | None = None) -> str:
+    """Achieved fraction of the bandwidth limit per shape, one line per op, one panel per dtype × mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    subject = subject_of(records, subject)
+    mine = [r for r in records if r["implementation"] == subject]
+    dtypes = [d for d in shapes.DTYPES if any(r["dtype"] == d for r in mine)] or ["float32"]
+    modes = [m for m in shapes.MODES if any(r["mode"] == m for r in mine)] or ["fwd"]
+    sizes = sorted({(r["N"], r["T"]) for r in mine}, key=lambda s: (shapes.GRID + shapes.QUICK_GRID + (s,)).index(s))
+    fig, axes = plt.subplots(len(modes), len(dtypes), figsize=(5.5 * len(dtypes), 3.8 * len(modes)), squeeze=False)
+    any_injit, top = False, 1.0
+    for i, mode in enumerate(modes):
+        for j, dtype in enumerate(dtypes):
+            ax = axes[i][j]
+            for k, op in enumerate(shapes.OPS):
+                for layout, style in (("time_major", "-"), ("batch_major", "--")):
+                    ys = []
+                    for n, t in sizes:
+                        r = next(
+                            (
+                                r
+                                for r in mine
+                                if (r["op"], r["layout"], r["dtype"], r["mode"], r["N"], r["T"])
+                                == (op, layout, dtype, mode, n, t)
+                            ),
+                            None,
+                        )
+                        frac, device = fraction(r)
+                        any_injit |= frac is not None and not device
+                        ys.append(float("nan") if frac is None else frac)
+                        top = max(top, frac or 0.0)
+                    if any(y == y for y in ys):
+                        ax.plot(
+                            range(len(sizes)),
+                            ys,
+                            style,
+                            marker="o",
+                            ms=3,
+                            color=f"C{k}",
+                            label=op if layout == "time_major" else None,
+                        )
+            for level in (0.8, 0.6, 0.5):
+                ax.axhline(level, color="grey", lw=0.5, ls=":")
+            ax.set_xticks(range(len(sizes)), [f"{n}×{t}" for n, t in sizes], rotation=45, ha="right", fontsize=7)
+            ax.set_title(f"{dtype} {mode}", fontsize=9)
+            if j == 0:
+                ax.set_ylabel("fraction of bandwidth limit")
+    for ax in axes.flat:
+        ax.set_ylim(0, 1.05 * top)
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    basis = "in-jit time (no device time)" if any_injit else "device time"
+    fig.suptitle(
+        f"{subject} on {head.get('device')}: bytes_min / copy bw ({head.get('copy_bw_gbps')} GB/s) / {basis}"
+        "\nsolid: time-major [T, N], dashed: batch-major [N, T]",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def _rows(records, subject, **where) -> list[dict]:
+    out = []
+    for r in records:
+        if r["implementation"] != subject or r["status"] == "skipped":
+            continue
+        if all(f(r) if callable(f) else r[k] == f for k, f in where.items()):
+            out.append(r)
+    return out
+
+
+def _name(r: dict) -> str:
+    return f"{r['op']} {r['N']}x{r['T']} {r['layout']} {r['dtype']} {r['mode']}"
+
+
+def _check(title: str, items: list[tuple[str, float | None, bool]], fmt: str) -> tuple[str, str]:
+    """items: (case, value or None if not measured / failed, passed)."""
+    if not items:
+        return "NOT MEASURED", f"{title}: no cases"
+    missed = [i for i in items if not i[2]]
+    status = "MET" if not missed else "MISSED"
+    vals = [i for i in items if i[1] is not None]
+    worst = missed[:5] if missed else sorted(vals, key=lambda i: i[1])[:1]
+    detail = "; ".join(f"{c} {'n/a' if v is None else format(v, fmt)}" for c, v, _ in worst)
+    return status, f"{title}: {len(items) - len(missed)}/{len(items)} cases pass" + (
+        f"; {'missed' if missed else 'worst'}: {detail}" if detail else ""
+    )
+
+
+def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> list[tuple[str, str]]:
+    """Checks the performance targets; returns (MET | MISSED | NOT MEASURED, detail) per target."""
+    idx = _index(records)
+    out = []
+
+    def frac_item(r, level):
+        frac, device = fraction(r)
+        ok = frac is not None and device and frac >= level
+        return (_name(r), None if (frac is None or not device) else frac, ok)
+
+    big = dict(N=lambda r: r["N"] * r["T"] >= BIG)
+    rows = _rows(records, subject, dtype="float32", mode="fwd", **big)
+    out.append(_check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", [frac_item(r, 0.8) for r in rows], ".0%"))
+    odd = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
+    rows = _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in odd)
+    out.append(
+        _check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", [frac_item(r, 0.6) for r in rows], ".0%")
+    )
+    for base, level in (("associative", 3.0), ("sequential", 50.0)):
+        items = []
+        for r in _rows(records, subject, T=lambda r: r["T"] >= 128):
+            b = idx.get((r["op"], base, r["layout"], r["dtype"], r["N"], r["T"], r["mode"]))
+            if b is None or b["status"] != "ok":
+                continue
+            x = speedup(r, b)
+            items.append((_name(r), x, x is not None and x >= level))
+        out.append(_check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", items, ".3g"))
+    rows = _rows(records, subject, mode="fwd+bwd", **big)
+    out.append(_check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", [frac_item(r, 0.5) for r in rows], ".0%"))
+    items = []
+    for r in _rows(records, subject, dtype="bfloat16", **big):
+        f = idx.get((r["op"], subject, r["layout"], "float32", r["N"], r["T"], r["mode"]))
+        if f is None:
+            continue
+        ratio = r["device_us"] / f["device_us"] if r.get("device_us") and f.get("device_us") else None
+        items.append((_name(r), ratio, ratio is not None and ratio <= 0.65))
+    out.append(_check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", items, ".2f"))
+    items = []
+    for layout in shapes.LAYOUTS:
+        for dtype in shapes.DTYPES:
+            for mode in shapes.MODES:
+                sel = dict(op="retrace", layout=layout, dtype=dtype, mode=mode)
+                long = [fraction(r) for r in _rows(records, subject, T=4096, **sel)]
+                short = [fraction(r) for r in _rows(records, subject, T=128, **sel)]
+                if not long or not short:
+                    continue
+                lf = [f for f, dev in long if f is not None and dev]
+                sf = [f for f, dev in short if f is not None and dev]
+                ratio = (sum(lf) / len(lf)) / (sum(sf) / len(sf)) if lf and sf and sum(sf) > 0 else None
+                items.append((f"retrace {layout} {dtype} {mode}", ratio, ratio is not None and ratio >= 0.9))
+    out.append(_check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", items, ".2f"))
+    items = []
+    for r in _rows(records, subject, **big):
+        ratio = r["injit_us"] / r["device_us"] if r.get("injit_us") and r.get("device_us") else None
+        items.append((_name(r), ratio, ratio is not None and ratio <= 1.5))
+    out.append(_check("in-jit ≤ 1.5× device time at N·T ≥ 2^22", items, ".2f"))
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+", help="results JSON file(s); several are merged")
+    p.add_argument("--subject", help="the implementation tabulated (default: triton if measured, else associative)")
+    p.add_argument("--out-dir", help="where the .md and .png go (default: next to the first results file)")
+    p.add_argument("--stem", help="output file stem (default: the first results file's name)")
+    p.add_argument("--merged-out", help="also write the merged results JSON here")
+    p.add_argument("--targets", action="store_true", help="print which performance targets are met / missed")
+    p.add_argument("--strict", action="store_true", help="with --targets: exit 1 if any target is missed")
+    p.add_argument("--no-plot", action="store_true")
+    a = p.parse_args(argv)
+
+    head, records = load(a.results)
+    if a.merged_out:
+        run.write_results(a.merged_out, head, records)
+        print(f"wrote {len(records)} merged records to {a.merged_out}")
+    out_dir = a.out_dir or os.path.dirname(os.path.abspath(a.results[0]))
+    stem = a.stem or os.path.splitext(os.path.basename(a.merged_out or a.results[0]))[0]
+    os.makedirs(out_dir, exist_ok=True)
+    md = os.path.join(out_dir, f"{stem}.md")
+    with open(md, "w") as f:
+        f.write(f"# Benchmark results: {stem}\n\n")
+        f.write(markdown_table(head, records, a.subject))
+    print(f"wrote {md}")
+    if not a.no_plot:
+        print(f"wrote {plot(head, records, os.path.join(out_dir, f'{stem}_bandwidth.png'), a.subject)}")
+    code = 0
+    if a.targets:
+        subject = a.subject or "triton"
+        print(f"\nTargets for {subject} on {head.get('device')}:")
+        for status, detail in targets(head, records, subject):
+            print(f"  [{status}] {detail}")
+            code |= a.strict and status == "MISSED"
+    return int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Examples that use rlscan_jax; `examples.ppo` is an importable PPO trainer on gymnax."""

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The GPU test run on the lent H200 (see ../../README.md, "Testing on a GPU").
+# Usage, from the repository root on the GPU machine: bash tests/gpu_runs/run.sh OUTDIR [pytest args...]
+# Installs carried wheels (jax-triton) from .whl/ if present, runs the gpu-marked tests and the
+# CPU suite with "triton" added to the implementations, and writes OUTDIR/summary.json.
+set -u
+out=${1:?usage: run.sh OUTDIR [pytest args]}
+shift
+mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi -L
+python3 -m pytest -q -p no:cacheprovider -n 4 -m "gpu or not (triton_interpret or slow)" \
+  --junitxml="$out/junit.xml" "$@" tests 2>&1 | tee "$out/pytest.log" | grep -E "passed|failed|error|FAILED|ERROR" | tail -40
+python3 tests/gpu_runs/summarize.py "$out/junit.xml" "$out/summary.json"

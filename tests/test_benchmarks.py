@@ -1,0 +1,169 @@
+"""Smoke tests of the benchmark harness in benchmarks/: the --quick run, the gate, the report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from benchmarks import devicetime, report, run, shapes
+
+
+def test_quick_run_and_report(tmp_path, capsys):
+    # One test, so that pytest-xdist never runs the quick suite twice.
+    out = tmp_path / "quick.json"
+    assert run.main(["--quick", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    head, results = data[0], data[1:]
+    assert head["record"] == "header"
+    assert [r for r in data if r["record"] == "header"] == [head]
+    for field in run.HEADER_FIELDS:
+        assert field in head, field
+    assert head["copy_bw_gbps"] > 0
+
+    settings, _ = run.parse_args(["--quick"])
+    expected = {c.key for u in run.plan(settings, run.IMPLEMENTATIONS) for c in u.cases}
+    assert {run.key_of(r) for r in results} == expected
+    assert {r["implementation"] for r in results} == {"associative", "sequential", "rlax"}
+    assert {r["layout"] for r in results} == set(shapes.LAYOUTS)
+    assert {r["mode"] for r in results} == set(shapes.MODES)
+    for r in results:
+        for field in run.RESULT_FIELDS:
+            assert field in r, (field, r)
+        assert r["status"] == "ok" and r["correct"] is True, r
+        assert r["max_err"] <= r["tolerance"]
+        assert r["device_us"] is None  # no device events on the CPU
+        assert r["injit_us"] > 0
+        assert r["injit_us_p10"] <= r["injit_us"] <= r["injit_us_p90"]
+        assert r["bytes_min"] == shapes.bytes_min(r["op"], r["N"], r["T"], r["dtype"], r["mode"])
+        assert r["copy_bw_gbps"] > 0
+
+    capsys.readouterr()
+    assert report.main([str(out), "--out-dir", str(tmp_path), "--stem", "q", "--targets"]) == 0
+    md = (tmp_path / "q.md").read_text()
+    assert "| op | N×T | layout |" in md and "gae" in md and "episodic_cumsum" in md
+    assert (tmp_path / "q_bandwidth.png").stat().st_size > 0
+    assert "[NOT MEASURED]" in capsys.readouterr().out  # no triton on the CPU
+
+
+def _forgets_boundaries(op, layout):
+    """A deliberately wrong implementation: the reference with every episode flag cleared."""
+
+    def fn(inputs):
+        x = {k: jnp.zeros_like(v) if v.dtype == jnp.bool_ else v for k, v in inputs.items()}
+        return shapes.call(op, x, layout=layout, implementation="associative")
+
+    return fn
+
+
+def test_gate_rejects_a_wrong_implementation():
+    impls = {**run.IMPLEMENTATIONS, "wrong": run.Implementation("wrong", _forgets_boundaries)}
+    settings = run.Settings(
+        ops=("gae",),
+        impls=("wrong", "associative"),
+        grid=((8, 64),),
+        layouts=("batch_major",),
+        dtypes=("float32",),
+        modes=("fwd", "fwd+bwd"),
+        loop_elements=2**12,
+        max_calls_per_loop=4,
+        compile_workers=2,
+        copy_bytes=2**20,
+    )
+    _, records = run.run_suite(settings, impls)
+    wrong = [r for r in records if r["implementation"] == "wrong"]
+    assert len(wrong) == 2
+    for r in wrong:
+        assert r["status"] == "failed" and r["correct"] is False
+        assert r["max_err"] > r["tolerance"]
+        assert r["injit_us"] is None and r["device_us"] is None
+    right = {(r["mode"]): r for r in records if r["implementation"] == "associative"}
+    for r in wrong:
+        assert report.speedup(r, right[r["mode"]]) is None
+    table = report.markdown_table({}, records, subject="wrong")
+    assert table.count("FAILED") == 2
+
+
+def test_bytes_min_formula():
+    e = 4096 * 1024
+    assert shapes.bytes_min("gae", 4096, 1024, "float32", "fwd") == e * (4 * (3 + 2) + 2)
+    assert shapes.bytes_min("gae", 4096, 1024, "float32", "fwd+bwd") == e * (4 * (3 * 3 + 2 * 2) + 2 * 2)
+    assert shapes.bytes_min("linear_scan", 1, 1048576, "bfloat16", "fwd") == 1048576 * 2 * (2 + 1)
+    assert shapes.bytes_min("vtrace", 8, 8, jnp.bfloat16, "fwd+bwd") == 64 * (2 * (3 * 4 + 2 * 2) + 2 * 2)
+
+
+@pytest.mark.parametrize("op", shapes.OPS)
+def test_make_inputs(op):
+    spec = shapes.SPECS[op]
+    a = shapes.make_inputs(op, 16, 256, "time_major", "float32", seed=3)
+    b = shapes.make_inputs(op, 16, 256, "batch_major", "bfloat16", seed=3)
+    c = shapes.make_inputs(op, 16, 256, "time_major", "float32", seed=4)
+    assert set(a) == set(spec.floats) | set(spec.flags)
+    for k in spec.floats:
+        assert a[k].shape == (256, 16) and a[k].dtype == jnp.float32
+        assert b[k].shape == (16, 256) and b[k].dtype == jnp.bfloat16
+        np.testing.assert_array_equal(np.asarray(b[k].T), np.asarray(a[k].astype(jnp.bfloat16)))
+        assert not np.array_equal(np.asarray(a[k]), np.asarray(c[k]))
+    for k in spec.flags:
+        assert a[k].dtype == jnp.bool_ and 0 < int(a[k].sum()) < a[k].size
+        np.testing.assert_array_equal(np.asarray(b[k].T), np.asarray(a[k]))
+    again = shapes.make_inputs(op, 16, 256, "time_major", "float32", seed=3)
+    for k in a:
+        np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(again[k]))
+    out = shapes.call(op, b, layout="batch_major", implementation="sequential")
+    assert len(out) == len(spec.outputs) and all(o.shape == (16, 256) for o in out)
+
+
+def _synthetic_trace(path):
+    """A trace shaped like the profiler's on a GPU: a device process with a stream and a derived line."""
+    meta = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 701, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "M", "pid": 1, "tid": 7, "name": "thread_name", "args": {"name": "Stream #7(Compute)"}},
+        {"ph": "M", "pid": 1, "tid": 3735928559, "name": "thread_name", "args": {"name": "XLA Ops"}},
+        {"ph": "M", "pid": 701, "tid": 5, "name": "thread_name", "args": {"name": "python"}},
+    ]
+    host = [
+        {"ph": "X", "pid": 701, "tid": 5, "ts": 100.0, "dur": 100.0, "name": "rlscan_bench/a#0"},
+        {"ph": "X", "pid": 701, "tid": 5, "ts": 1000.0, "dur": 100.0, "name": "rlscan_bench/a#1"},
+        {"ph": "X", "pid": 701, "tid": 5, "ts": 2000.0, "dur": 50.0, "name": "rlscan_bench/b#0"},
+        {"ph": "X", "pid": 701, "tid": 5, "ts": 120.0, "dur": 5.0, "name": "PjitFunction(loop)"},
+    ]
+    kernels = []
+    for start in (110.0, 1010.0):  # two windows of 2 calls x 2 kernels (2 + 3 µs)
+        for i, dur in enumerate((2.0, 3.0, 2.0, 3.0)):
+            kernels.append({"ph": "X", "pid": 1, "tid": 7, "ts": start + 10 * i, "dur": dur, "name": f"k{i % 2}"})
+            kernels.append({"ph": "X", "pid": 1, "tid": 3735928559, "ts": start + 10 * i, "dur": dur, "name": "op"})
+    kernels.append({"ph": "X", "pid": 1, "tid": 7, "ts": 2052.0, "dur": 4.0, "name": "late"})  # just after b#0
+    kernels.append({"ph": "X", "pid": 1, "tid": 7, "ts": 9000.0, "dur": 1.0, "name": "stray"})
+    with gzip.open(path, "wt") as f:
+        json.dump({"displayTimeUnit": "ns", "traceEvents": meta + host + kernels}, f)
+
+
+def test_device_time_attribution(tmp_path):
+    path = tmp_path / "perfetto_trace.json.gz"
+    _synthetic_trace(path)
+    session = devicetime.attribute(devicetime.load_events(str(path)))
+    assert session.has_device
+    assert session.device_events == 10  # the stream only: the derived "XLA Ops" line is left out
+    assert session.unattributed == 1
+    assert [len(w) for w in session.windows["a"]] == [4, 4]
+    samples, per_call = devicetime.per_call_us(session.windows["a"], 2)
+    assert samples == [5.0, 5.0, 5.0, 5.0] and per_call == 2.0
+    samples, per_call = devicetime.per_call_us(session.windows["b"], 1)
+    assert samples == [4.0] and per_call == 1.0
+
+
+def test_profiler_session_finds_its_windows():
+    f = jax.jit(lambda x: jnp.cumsum(x) * 2)
+    x = jnp.ones(1000)
+    jax.block_until_ready(f(x))
+    session = devicetime.run([devicetime.Job("cumsum", lambda: f(x), windows=2)])
+    assert len(session.windows["cumsum"]) == 2
+    if jax.default_backend() == "gpu":
+        samples, _ = devicetime.per_call_us(session.windows["cumsum"], 1)
+        assert len(samples) == 2 and all(s > 0 for s in samples)

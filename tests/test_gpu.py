@@ -1,0 +1,170 @@
+"""The real `triton_call` path on a CUDA GPU, against the float64 oracle and the reference.
+
+Selected with `-m gpu`; without a CUDA GPU and jax-triton the module is skipped. The grid of
+the CPU suite runs here too (conftest adds "triton" to the implementations on a GPU); this
+file adds what only a GPU can hold: large and long shapes, bfloat16, the split of long rows,
+determinism, int64 offsets, and one launch per vmapped call.
+"""
+
+from __future__ import annotations
+
+import cases
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlscan_jax._src import dispatch
+
+pytestmark = pytest.mark.gpu
+
+if dispatch.interpret_mode() or dispatch.triton_unavailable_reason() is not None:
+    pytest.skip(f"needs a CUDA GPU with jax-triton: {dispatch.triton_unavailable_reason()}", allow_module_level=True)
+
+# (T, batch): short horizons with many rows, medium, and long rows split across programs.
+ORACLE_SHAPES = ((1, (1,)), (2, (3,)), (63, (5,)), (1000, (7,)), (16, (4096,)), (128, (1024,)), (4096, (33,)))
+LARGE_SHAPES = ((8, (32768,)), (16, (65536,)), (512, (16384,)), (131072, (8,)), (1048576, ()))
+LAYOUTS = (0, -1)
+
+
+def _case(op, mode, T, batch, axis, g=0.95, lam=0.9):
+    spec = cases.OPS[op]
+    return cases.Case(op, mode, T, batch, axis, g if spec.has_gamma else None, lam if spec.has_lambda else None)
+
+
+def _grid(shapes):
+    return [
+        _case(op, mode, T, batch, axis)
+        for op, spec in cases.OPS.items()
+        for mode in (cases.MAIN_MODE[op], cases.OTHER_MODE[op])
+        for T, batch in shapes
+        for axis in LAYOUTS
+        if not (axis and not batch)
+    ]
+
+
+@pytest.mark.parametrize("case", _grid(ORACLE_SHAPES), ids=str)
+def test_matches_oracle(case):
+    inp = case.build()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+
+
+@pytest.mark.parametrize("case", [c for c in _grid(ORACLE_SHAPES) if c.T in (63, 4096)], ids=str)
+def test_bfloat16_matches_oracle(case):
+    inp = case.build(dtype=jnp.bfloat16)
+    out = cases.call(inp, "triton")
+    assert all(o.dtype == jnp.bfloat16 for o in out)
+    cases.assert_close(out, cases.call_oracle(inp), jnp.bfloat16, msg=case.id)
+
+
+@pytest.mark.parametrize("case", _grid(LARGE_SHAPES), ids=str)
+def test_large_matches_reference(case):
+    inp = case.build()
+    cases.assert_close(cases.call(inp, "triton"), cases.call(inp, "associative"), np.float32, msg=case.id)
+
+
+def _grads(inp, implementation, weights):
+    names = inp.float_names()
+
+    def loss(*floats):
+        args = dict(inp.args)
+        args.update(zip(names, floats))
+        return sum(jnp.sum(o.astype(jnp.float32) * w) for o, w in zip(cases.call(inp, implementation, args), weights))
+
+    floats = [jnp.asarray(inp.args[k]) for k in names]
+    return jax.grad(loss, argnums=tuple(range(len(names))))(*floats)
+
+
+GRAD_SHAPES = ((63, (5,)), (4096, (33,)), (131072, (2,)))
+
+
+@pytest.mark.parametrize("case", _grid(GRAD_SHAPES), ids=str)
+def test_gradients_match_reference(case):
+    inp = case.build()
+    rng = np.random.default_rng(cases.seed_of(case.id))
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+    got = _grads(inp, "triton", weights)
+    want = _grads(inp, "associative", weights)
+    cases.assert_close(got, want, np.float32, msg=case.id)
+
+
+@pytest.mark.parametrize("T, batch", ((128, (4096,)), (131072, (8,))), ids=["one-pass", "split"])
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_deterministic(op, T, batch):
+    """Repeated calls give bitwise-identical outputs and gradients."""
+    inp = _case(op, cases.MAIN_MODE[op], T, batch, 0).build()
+    rng = np.random.default_rng(0)
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "triton")]
+    first = (cases.call(inp, "triton"), _grads(inp, "triton", weights))
+    for _ in range(3):
+        cases.assert_equal(cases.call(inp, "triton"), first[0])
+        cases.assert_equal(_grads(inp, "triton", weights), first[1])
+
+
+def _launches(fn, *args) -> int:
+    """Kernel launches in the compiled program (after XLA removed what nothing uses)."""
+    hlo = jax.jit(fn).lower(*args).compile().as_text()
+    return hlo.count('custom_call_target="triton_kernel_call"')
+
+
+def test_vmap_folds_into_one_launch():
+    import rlscan_jax
+
+    rng = np.random.default_rng(0)
+    r = jnp.asarray(rng.normal(size=(6, 128, 512)), jnp.float32)
+    v = jnp.asarray(rng.normal(size=(6, 128, 512)), jnp.float32)
+    boot = jnp.asarray(rng.normal(size=(6, 512)), jnp.float32)
+    gammas = jnp.linspace(0.9, 0.99, 6)
+
+    def one(r_, v_, b_, g_):
+        return rlscan_jax.gae(r_, v_, bootstrap_value=b_, gamma=g_, implementation="triton").advantages
+
+    def ref(r_, v_, b_, g_):
+        return rlscan_jax.gae(r_, v_, bootstrap_value=b_, gamma=g_, implementation="associative").advantages
+
+    batched = jax.vmap(jax.vmap(one, in_axes=(1, 1, 0, None), out_axes=1), in_axes=(0, 0, 0, 0))
+    assert _launches(batched, r, v, boot, gammas) == 1
+    want = jax.vmap(jax.vmap(ref, in_axes=(1, 1, 0, None), out_axes=1), in_axes=(0, 0, 0, 0))(r, v, boot, gammas)
+    cases.assert_close(batched(r, v, boot, gammas), want, np.float32)
+
+    def loss(r_, v_, b_):
+        return jnp.sum(one(r_, v_, b_, 0.99) ** 2)
+
+    vg = jax.vmap(jax.grad(loss))
+    assert _launches(vg, r, v, boot) == 2  # the forward kernel and the adjoint scan
+
+    def body(i, acc):
+        return acc + one(r[i], v[i], boot[i], 0.99)
+
+    looped = jax.jit(lambda: jax.lax.fori_loop(0, 6, body, jnp.zeros((128, 512))))
+    want = sum(ref(r[i], v[i], boot[i], 0.99) for i in range(6))
+    cases.assert_close(looped(), want, np.float32)
+
+
+def test_no_recompile_on_new_gamma():
+    import rlscan_jax
+
+    f = jax.jit(lambda r, v, g: rlscan_jax.gae(r, v, bootstrap_value=v[-1], gamma=g, implementation="triton"))
+    r = jnp.ones((64, 32))
+    f(r, r, 0.9)
+    f(r, r, 0.5)
+    assert f._cache_size() == 1
+
+
+@pytest.mark.parametrize("axis", LAYOUTS)
+def test_int64_offsets(axis):
+    """N·T above 2^31 elements: offsets past int32 stay right (compared on edge rows)."""
+    import rlscan_jax
+
+    T, N = 32768, 65540  # 2_147_614_720 elements
+    shape = (T, N) if axis == 0 else (N, T)
+    key = jax.random.PRNGKey(0)
+    rewards = jax.random.normal(key, shape, jnp.float32)
+    done = jax.random.bernoulli(key, 0.01, shape)
+    out = rlscan_jax.discounted_returns(rewards, terminated=done, gamma=0.99, time_axis=axis, implementation="triton")
+    cols = np.r_[0:4, N - 4 : N]
+    take = (lambda x: x[:, cols]) if axis == 0 else (lambda x: x[cols])
+    want = rlscan_jax.discounted_returns(
+        take(rewards), terminated=take(done), gamma=0.99, time_axis=axis, implementation="associative"
+    )
+    cases.assert_close(take(out), want, np.float32)

@@ -1,0 +1,192 @@
+"""The Triton kernels' source, run on the CPU through Triton's interpreter.
+
+Selected with `-m triton_interpret` in a process started with TRITON_INTERPRET=1 (set before
+JAX and rlscan_jax are imported; .ci/run does this). `implementation="triton"` then runs the
+very kernels the GPU runs, through `jax.pure_callback`, so every estimator, both layouts, the
+split of long rows across programs, gradients and vmap are checked against the float64 oracle
+without a GPU. Shapes are small: the interpreter costs tens of microseconds per element.
+"""
+
+from __future__ import annotations
+
+import os
+
+import cases
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.triton_interpret
+
+# (T, batch, time_axis): time-major, batch-major, and a time axis between two batch axes.
+LAYOUTS = ((1, (3,), 0), (5, (3,), -1), (37, (3,), 0), (37, (2,), -1), (6, (2, 3), 1))
+
+
+@pytest.fixture(autouse=True)
+def interpreter():
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.fail("triton_interpret tests need TRITON_INTERPRET=1 in the environment before import")
+    yield
+
+
+@pytest.fixture
+def tiny_blocks(monkeypatch):
+    """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments."""
+    from rlscan_jax._src.triton import batching, launch, ops
+
+    def clear():
+        jax.clear_caches()
+        batching.launcher.cache_clear()
+        ops._op.cache_clear()
+
+    clear()
+    monkeypatch.setattr(launch, "BLOCK_ELEMS", 8)
+    monkeypatch.setattr(launch, "MIN_ROWS_TIME_MAJOR", 2)
+    monkeypatch.setattr(launch, "MAX_BT", 4)
+    yield
+    clear()
+
+
+def _case(op, mode, T, batch, axis):
+    spec = cases.OPS[op]
+    return cases.Case(op, mode, T, batch, axis, 0.9 if spec.has_gamma else None, 0.8 if spec.has_lambda else None)
+
+
+def _cases():
+    return [_case(op, mode, *layout) for op, spec in cases.OPS.items() for mode in spec.modes for layout in LAYOUTS]
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_forward_matches_oracle(case):
+    inp = case.build()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+
+
+SPLIT_CASES = [c for c in CASES if c.T == 37]
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=str)
+def test_split_rows_match_oracle(case, tiny_blocks):
+    inp = case.build()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_half_precision_inputs(op, dtype):
+    case = _case(op, cases.MAIN_MODE[op], 37, (3,), -1)
+    dt = cases.DTYPES[dtype]
+    inp = case.build(dtype=dt)
+    out = cases.call(inp, "triton")
+    assert all(o.dtype == dt for o in out)
+    cases.assert_close(out, cases.call_oracle(inp), dt, msg=case.id)
+
+
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_float64_kernels(op, x64):
+    case = _case(op, cases.MAIN_MODE[op], 37, (3,), 0)
+    inp = case.build(dtype=np.float64)
+    out = cases.call(inp, "triton")
+    assert all(o.dtype == jnp.float64 for o in out)
+    cases.assert_close(out, cases.call_oracle(inp), np.float64, msg=case.id)
+
+
+def _loss(inp, implementation, names, weights):
+    def f(*floats):
+        args = dict(inp.args)
+        args.update(zip(names, floats))
+        outs = cases.call(inp, implementation, args)
+        return sum(jnp.sum(o.astype(jnp.float32) * w) for o, w in zip(outs, weights))
+
+    return f
+
+
+GRAD_CASES = [
+    cases.Case(op, mode, 37, (3,), axis, 0.9, 0.8)
+    for op in cases.OP_NAMES
+    for mode, axis in (
+        (cases.MAIN_MODE[op], 0),
+        (cases.OTHER_MODE[op], -1),
+    )
+]
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-pass", "split"])
+@pytest.mark.parametrize("case", GRAD_CASES, ids=str)
+def test_gradients_match_reference(case, split, request):
+    """Gradients w.r.t. every floating input, gamma and lambda_ as traced scalars included."""
+    if split:
+        request.getfixturevalue("tiny_blocks")
+    spec = cases.OPS[case.op]
+    inp = cases.build(case.op, case.mode, case.T, case.batch, case.axis, gamma=None, lambda_=None)
+    args = dict(inp.args)
+    if spec.has_gamma:
+        args["gamma"] = np.float32(0.9)
+    if spec.has_lambda:
+        args["lambda_"] = np.float32(0.8)
+    inp.args = args
+    names = inp.float_names() + [k for k in ("gamma", "lambda_") if k in args]
+    rng = np.random.default_rng(cases.seed_of(case.id))
+    outs = cases.call(inp, "associative")
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in outs]
+    floats = [jnp.asarray(args[k]) for k in names]
+    grads = jax.grad(_loss(inp, "triton", names, weights), argnums=tuple(range(len(names))))(*floats)
+    want = jax.grad(_loss(inp, "associative", names, weights), argnums=tuple(range(len(names))))(*floats)
+    for name, g, w in zip(names, grads, want, strict=True):
+        cases.assert_close(g, w, np.float32, msg=f"{case.id} d/d{name}")
+
+
+def test_vmap_is_one_launch():
+    """vmap over batch-major rows, nested vmap and vmap of grad fold into one kernel launch each."""
+    import rlscan_jax
+
+    rng = np.random.default_rng(0)
+    r = jnp.asarray(rng.normal(size=(4, 3, 9)), jnp.float32)
+    v = jnp.asarray(rng.normal(size=(4, 3, 9)), jnp.float32)
+    boot = jnp.asarray(rng.normal(size=(4, 3)), jnp.float32)
+    gammas = jnp.asarray([0.5, 0.9, 0.99], jnp.float32)
+
+    def one(impl):
+        return lambda r_, v_, b_, g_: rlscan_jax.gae(r_, v_, bootstrap_value=b_, gamma=g_, implementation=impl)
+
+    nested = {
+        impl: jax.vmap(jax.vmap(one(impl), in_axes=(0, 0, 0, 0)), in_axes=(0, 0, 0, None)) for impl in ("triton",)
+    }
+    jaxpr = str(jax.make_jaxpr(nested["triton"])(r, v, boot, gammas))
+    assert jaxpr.count("pure_callback") == 1
+    got = nested["triton"](r, v, boot, gammas)
+    want = jax.vmap(jax.vmap(one("associative"), in_axes=(0, 0, 0, 0)), in_axes=(0, 0, 0, None))(r, v, boot, gammas)
+    cases.assert_close(got, (np.asarray(want.advantages), np.asarray(want.returns)), np.float32)
+
+    def loss(impl):
+        return lambda r_, v_, b_: jnp.sum(one(impl)(r_, v_, b_, 0.9).advantages ** 2)
+
+    vg = jax.vmap(jax.grad(loss("triton")), in_axes=(0, 0, 0))
+    assert str(jax.make_jaxpr(vg)(r[0], v[0], boot[0])).count("pure_callback") == 2  # forward + adjoint
+    cases.assert_close(
+        vg(r[0], v[0], boot[0]), jax.vmap(jax.grad(loss("associative")))(r[0], v[0], boot[0]), np.float32
+    )
+
+
+def test_inside_scan_and_jit_without_recompiling():
+    import rlscan_jax
+
+    rng = np.random.default_rng(1)
+    r = jnp.asarray(rng.normal(size=(5, 7, 2)), jnp.float32)
+
+    def body(carry, x):
+        out = rlscan_jax.discounted_returns(x, gamma=carry, implementation="triton")
+        return carry * 0.5, out
+
+    f = jax.jit(lambda g: jax.lax.scan(body, g, r)[1])
+    got = f(jnp.float32(0.9))
+    want = np.stack(
+        [cases.oracle.discounted_returns(np.asarray(r[i], np.float64), gamma=0.9 * 0.5**i) for i in range(5)]
+    )
+    cases.assert_close(got, want, np.float32)
+    f(jnp.float32(0.7))
+    assert f._cache_size() == 1
