@@ -152,6 +152,7 @@ class Settings:
     seed: int = 0
     slow_max_t: int = 131072
     slow_reduced_t: int = 16384
+    slow_profile_max_t: int = 1024
     profile: bool = False
     compile_workers: int = 4
     loop_elements: int = 2**28
@@ -159,7 +160,7 @@ class Settings:
     max_calls_per_loop: int = 256
     injit_budget_s: float = 0.25
     slow_budget_s: float = 0.3
-    device_windows: int = 3
+    device_windows: int = 10
     max_seconds: float | None = None
     part: tuple[int, int] = (1, 1)
     copy_bytes: int = 2 * 2**30
@@ -298,10 +299,17 @@ def with_mode(fn: Callable[[dict], tuple], mode: str, floats: Sequence[str]) -> 
     return fwd_bwd
 
 
-def make_loop(fn: Callable, k: int) -> Callable:
-    """A function of fn's arguments that calls fn k times, each call depending on the last."""
+def make_loop(call: Callable, k: int) -> Callable:
+    """loop(*args): `call(*args)` k times on the same arguments, no call removable.
 
-    call = jax.jit(fn)  # traced once, used twice; XLA inlines it
+    The first call runs before a `lax.fori_loop` of k-1 more. Each iteration passes its
+    arguments and its call's outputs together through `lax.optimization_barrier`, and the
+    barrier's outputs are the next iteration's carry. XLA cannot see through the barrier, so
+    the arguments of every call look loop-variant: no call (nor any part of one) is hoisted out
+    of the loop or merged with another. The barrier emits no device work; the loop's own
+    bookkeeping is its counter. (A barrier whose outputs are partly unused is no use: XLA drops
+    the unused part and then hoists.) The outputs are those of one call.
+    """
 
     def loop(*args):
         out = call(*args)
@@ -309,10 +317,10 @@ def make_loop(fn: Callable, k: int) -> Callable:
             return out
 
         def body(_, carry):
-            fresh_args, _ = lax.optimization_barrier((args, carry))
-            return call(*fresh_args)
+            args_, _ = carry
+            return lax.optimization_barrier((args_, call(*args_)))
 
-        return lax.fori_loop(0, k - 1, body, out)
+        return lax.fori_loop(0, k - 1, body, (args, out))[1]
 
     return loop
 
@@ -439,6 +447,7 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
             "reference": f"{REFERENCE} float32",
             "slow_max_t": settings.slow_max_t,
             "slow_reduced_t": settings.slow_reduced_t,
+            "slow_profile_max_t": settings.slow_profile_max_t,
             "loop_elements": settings.loop_elements,
             "slow_loop_steps": settings.slow_loop_steps,
             "max_calls_per_loop": settings.max_calls_per_loop,
@@ -460,16 +469,16 @@ class _Compiler:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers))
         self.futures: dict = {}
 
-    def submit(self, key, fn: Callable, args: tuple) -> None:
+    def submit(self, key, jitted, args: tuple) -> None:
         if key in self.futures:
             return
         t0 = time.perf_counter()
         try:
-            lowered = jax.jit(fn).lower(*args)
+            lowered = jitted.lower(*args)
         except Exception as e:  # becomes an "error" record
             fut: concurrent.futures.Future = concurrent.futures.Future()
             fut.set_exception(e)
-            self.futures[key] = (fut, 0.0)
+            self.futures[key] = fut
             return
         lower_s = time.perf_counter() - t0
 
@@ -478,29 +487,37 @@ class _Compiler:
             compiled = lowered.compile()
             return compiled, lower_s + time.perf_counter() - t1
 
-        self.futures[key] = (self.pool.submit(compile_), lower_s)
+        self.futures[key] = self.pool.submit(compile_)
 
     def result(self, key):
         """(compiled, seconds) or raises the lowering / compilation error."""
-        fut, _ = self.futures[key]
-        return fut.result()
+        return self.futures[key].result()
 
     def close(self):
         self.pool.shutdown(wait=True)
 
 
+def _signature(tree) -> tuple:
+    leaves, treedef = jax.tree.flatten(_avals(tree))
+    return str(treedef), tuple((x.shape, str(x.dtype)) for x in leaves)
+
+
 class UnitRunner:
+    """Runs the cases of one unit: compile, gate, in-jit time, device time, records.
+
+    Each case has up to two programs: the loop (`make_loop`: gate and in-jit time) and, when
+    device time is profiled and K > 1, the single call (device time per call, with no loop
+    overhead in it). Equal programs (the associative float32 loop doubles as the reference)
+    compile once.
+    """
+
     def __init__(self, settings: Settings, impls: dict[str, Implementation], copy_bw_gbps: float):
         self.s = settings
         self.impls = impls
         self.copy_bw = copy_bw_gbps
 
-    # Everything a case needs, by key, so that equal loops compile once.
-    def _loop_key(self, impl: str, layout: str, mode: str, k: int, args) -> tuple:
-        leaves, tree = jax.tree.flatten(_avals(args))
-        return (impl, layout, mode, k, str(tree), tuple((x.shape, str(x.dtype)) for x in leaves))
-
-    def _args(self, inputs: dict, cots: tuple | None, mode: str) -> tuple:
+    @staticmethod
+    def _args(inputs: dict, cots: tuple | None, mode: str) -> tuple:
         return (inputs,) if mode == "fwd" else (inputs, cots)
 
     def run(self, unit: Unit) -> list[dict]:
@@ -515,7 +532,6 @@ class UnitRunner:
         cot_key = jax.random.fold_in(jax.random.key(s.seed + 1), n * 7919 + t)
         cot_tm = [jax.random.normal(k, (t, n), jnp.float32) for k in jax.random.split(cot_key, len(spec.outputs))]
         base_cots = {layout: tuple(c if layout == "time_major" else c.T for c in cot_tm) for layout in s.layouts}
-
         converted: dict = {}
 
         def inputs_for(layout: str, dtype: str) -> tuple[dict, tuple]:
@@ -527,33 +543,40 @@ class UnitRunner:
         def upcast(tree):
             return jax.tree.map(lambda v: v.astype(jnp.float32) if jnp.issubdtype(v.dtype, jnp.floating) else v, tree)
 
-        # Compile every case's loop and the references (lowered here, compiled in parallel).
+        # Lower every program here, compile them in parallel.
         compiler = _Compiler(s.compile_workers)
+
+        def submit(impl: Implementation, layout: str, dtype: str, mode: str, single: bool) -> tuple:
+            k = calls_per_loop(s, impl, n, t, mode)
+            args = self._args(*inputs_for(layout, dtype), mode)
+            key = (impl.name, layout, mode, k, single, _signature(args))
+            if key not in compiler.futures:
+                call = jax.jit(with_mode(impl.build(op, layout), mode, spec.floats))
+                if single:
+                    compiler.submit(key, call, _avals(args))
+                else:
+                    compiler.submit(key, jax.jit(make_loop(call, k)), _avals(args))
+            return key, k
+
         plans = {}
         for case in unit.cases:
             impl = self.impls[case.impl]
-            k = calls_per_loop(s, impl, n, t, case.mode)
-            x, cots = inputs_for(case.layout, case.dtype)
-            args = self._args(x, cots, case.mode)
-            fn = make_loop(with_mode(impl.build(op, case.layout), case.mode, spec.floats), k)
-            key = self._loop_key(case.impl, case.layout, case.mode, k, args)
-            compiler.submit(key, fn, _avals(args))
-            plans[case] = (key, k)
-        refs = {}
-        for layout in {c.layout for c in unit.cases}:
-            for mode in {c.mode for c in unit.cases}:
-                k = calls_per_loop(s, ref_impl, n, t, mode)
-                x, cots = inputs_for(layout, "float32")
-                args = self._args(x, cots, mode)
-                fn = make_loop(with_mode(ref_impl.build(op, layout), mode, spec.floats), k)
-                key = self._loop_key(REFERENCE, layout, mode, k, args)
-                compiler.submit(key, fn, _avals(args))
-                refs[(layout, mode)] = key
+            loop_key, k = submit(impl, case.layout, case.dtype, case.mode, single=False)
+            single_key = loop_key
+            profiled = s.profile and not (impl.slow and t > min(s.slow_profile_max_t, s.slow_reduced_t))
+            if profiled and k > 1:
+                single_key, _ = submit(impl, case.layout, case.dtype, case.mode, single=True)
+            plans[case] = (loop_key, single_key, k)
+        refs = {
+            (layout, mode): submit(ref_impl, layout, "float32", mode, single=False)[0]
+            for layout in {c.layout for c in unit.cases}
+            for mode in {c.mode for c in unit.cases}
+        }
         compile_s = 0.0
         try:
-            for key in {p[0] for p in plans.values()} | set(refs.values()):
+            for fut in compiler.futures.values():
                 try:
-                    compile_s += compiler.result(key)[1]
+                    compile_s += fut.result()[1]
                 except Exception:  # reported per case below
                     pass
         finally:
@@ -585,23 +608,23 @@ class UnitRunner:
         jobs, pending = [], []
         for case in unit.cases:
             impl = self.impls[case.impl]
-            key, k = plans[case]
+            loop_key, single_key, k = plans[case]
             rec = self._base_record(case, k)
             try:
-                compiled, case_compile_s = compiler.result(key)
+                loop, loop_s = compiler.result(loop_key)
+                single, single_s = compiler.result(single_key)
             except Exception as e:
                 records.append({**rec, "status": "error", "note": f"compile: {_short(e)}"})
                 continue
-            rec["compile_s"] = _round(case_compile_s)
+            rec["compile_s"] = _round(loop_s + (single_s if single_key != loop_key else 0.0))
             ref = reference(case.layout, case.dtype, case.mode, impl.semantics)
             if isinstance(ref, Exception):
                 records.append({**rec, "status": "error", "note": f"reference: {_short(ref)}"})
                 continue
-            x, cots = inputs_for(case.layout, case.dtype)
-            args = self._args(x, cots, case.mode)
+            args = self._args(*inputs_for(case.layout, case.dtype), case.mode)
             try:
                 t0 = time.perf_counter()
-                out = jax.block_until_ready(compiled(*args))
+                out = jax.block_until_ready(loop(*args))
                 t_loop = time.perf_counter() - t0
                 err = relative_error(out, ref)
             except Exception as e:
@@ -620,11 +643,11 @@ class UnitRunner:
             elif impl.slow:
                 reps, samples = int(min(10, max(3, s.slow_budget_s / max(t_loop, 1e-9)))), []
             else:
-                jax.block_until_ready(compiled(*args))
+                jax.block_until_ready(loop(*args))
                 reps, samples = int(min(30, max(5, s.injit_budget_s / max(t_loop, 1e-9)))), []
             for _ in range(reps):
                 t0 = time.perf_counter()
-                jax.block_until_ready(compiled(*args))
+                jax.block_until_ready(loop(*args))
                 samples.append((time.perf_counter() - t0) / k * 1e6)
             med, p10, p90 = _stats(samples)
             rec.update(
@@ -632,19 +655,27 @@ class UnitRunner:
             )
             if reduced:
                 rec["note"] = f"T > --slow-reduced-t={s.slow_reduced_t}: the gate's run timed once, not profiled"
+            elif impl.slow and t > s.slow_profile_max_t and s.profile:
+                rec["note"] = f"T > --slow-profile-max-t={s.slow_profile_max_t}: not profiled (a kernel per step)"
             elif s.profile:
-                # K >= 32 calls already give a spread; more windows would only swell the trace.
-                windows = s.device_windows if k < 32 and not impl.slow else 1
-                jobs.append(devicetime.Job(f"{len(jobs)}", _bind(compiled, args), windows=windows))
-                pending.append((len(records), k))
+                windows = s.device_windows
+                if impl.slow:  # a few kernels per step: keep the trace to ~2k steps per case
+                    windows = max(1, min(windows, 2048 // (t * (3 if case.mode == "fwd+bwd" else 1))))
+                if single_key == loop_key:  # K = 1: the loop is one call
+                    fn = _bind(loop, args)
+                else:
+                    jax.block_until_ready(single(*args))
+                    fn = _bind(single, args)
+                jobs.append(devicetime.Job(f"{len(jobs)}", fn, windows=windows))
+                pending.append(len(records))
             records.append(rec)
         t_timed = time.perf_counter()
 
         if jobs:
             try:
                 session = devicetime.run(jobs, log_dir=self._trace_dir(unit))
-                for job, (i, k) in zip(jobs, pending, strict=True):
-                    samples, per_call_events = devicetime.per_call_us(session.windows.get(job.name, []), k)
+                for job, i in zip(jobs, pending, strict=True):
+                    samples, per_call_events = devicetime.per_call_us(session.windows.get(job.name, []), 1)
                     med, p10, p90 = _stats(samples)
                     records[i].update(
                         device_us=_round(med),
@@ -659,7 +690,7 @@ class UnitRunner:
                     print(f"  note: {session.unattributed} device events fell outside every window", flush=True)
             except Exception as e:  # in-jit times stand; device times are missing
                 print(f"  profile failed: {_short(e)}", flush=True)
-                for i, _ in pending:
+                for i in pending:
                     records[i]["note"] = f"profile failed: {_short(e)}"
         del jobs
         t_end = time.perf_counter()
@@ -886,6 +917,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     p.add_argument("--max-seconds", type=float, help="start no unit that would end after this many seconds")
     p.add_argument("--slow-max-t", type=int, default=131072, help="skip sequential/rlax above this T")
     p.add_argument("--slow-reduced-t", type=int, default=16384, help="above this T: sequential/rlax fp32, 1 repeat")
+    p.add_argument("--slow-profile-max-t", type=int, default=1024, help="profile sequential/rlax up to this T")
     p.add_argument("--profile", choices=("auto", "on", "off"), default="auto", help="device time (auto: on a GPU)")
     p.add_argument("--compile-workers", type=int, default=min(8, os.cpu_count() or 1))
     p.add_argument("--copy-mib", type=int, help="copy-bandwidth array size (default 2048 on GPU, 64 on CPU)")
@@ -899,6 +931,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         seed=a.seed,
         slow_max_t=a.slow_max_t,
         slow_reduced_t=a.slow_reduced_t,
+        slow_profile_max_t=a.slow_profile_max_t,
         profile=a.profile == "on" or (a.profile == "auto" and gpu),
         compile_workers=a.compile_workers,
         max_seconds=a.max_seconds,

@@ -122,8 +122,10 @@ def next_pow2(x: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, x))))
 
 
-# Elements of one [BT, BB] register block, and the programs that keep an H200's 132 SMs busy.
+# Elements of one [BT, BB] register block, elements per thread, the fewest rows a time-major
+# block reads (coalescing), the longest chunk, and the programs that keep an H200's 132 SMs busy.
 BLOCK_ELEMS = 2048
+ELEMS_PER_THREAD = 8
 MIN_ROWS_TIME_MAJOR = 32
 MAX_BT = 1024
 TARGET_PROGRAMS = 528
@@ -156,6 +158,7 @@ class Plan(NamedTuple):
     nseg: int  # segments per row scanned in parallel (1: a single pass)
     cps: int  # chunks per segment
     big: bool  # int64 offsets
+    num_warps: int
 
 
 def plan(g: Geometry) -> Plan:
@@ -176,7 +179,8 @@ def plan(g: Geometry) -> Plan:
     cps = cdiv(chunks, nseg)
     nseg = cdiv(chunks, cps)
     big = g.outer * T * g.inner + g.inner * BT >= 2**31 - 1
-    return Plan(BT, BB, row_blocks, nseg, cps, big)
+    num_warps = min(8, max(1, BT * BB // (32 * ELEMS_PER_THREAD)))
+    return Plan(BT, BB, row_blocks, nseg, cps, big, num_warps)
 
 
 def scan_call(
@@ -197,7 +201,8 @@ def scan_call(
     the three segment-summary outputs; `flags` are its constexprs besides the layout ones.
     """
     p = plan(g)
-    meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, BT=p.BT, BB=p.BB, **flags)
+    single = p.nseg == 1 and p.cps == 1 and initial is None
+    meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     if p.nseg == 1:

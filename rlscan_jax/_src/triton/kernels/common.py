@@ -165,19 +165,21 @@ def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.
 
 
 @triton.jit
-def advance(ch, cb, cr, A, B, R, o_t, t_exit):
-    """The carry after a chunk: compose the chunk's exit composite with the carry."""
-    a_e = row(A, o_t, t_exit)
-    b_e = row(B, o_t, t_exit)
-    r_e = row_flag(R, o_t, t_exit)
-    ch = a_e + tl.where(r_e, 0.0, b_e * ch)
-    return ch, b_e * cb, r_e | cr
+def advance(h, B, R, ch, cb, cr, o_t, t_exit, PHASE: tl.constexpr):
+    """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map."""
+    if PHASE == 1:
+        cb = row(B, o_t, t_exit) * cb
+        cr = row_flag(R, o_t, t_exit) | cr
+    return row(h, o_t, t_exit), cb, cr
 
 
 @triton.jit
-def apply(A, B, R, ch):
-    """h = A + [not R] · B · carry."""
-    return A + tl.where(R, 0.0, B * ch[None, :])
+def apply(A, B, R, ch, SINGLE: tl.constexpr):
+    """h = A + [not R] · B · carry; a single chunk with nothing entering is A itself."""
+    if SINGLE:
+        return A
+    else:
+        return A + tl.where(R, 0.0, B * ch[None, :])
 
 
 @triton.jit

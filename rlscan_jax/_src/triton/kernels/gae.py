@@ -35,6 +35,7 @@ def gae_kernel(
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
     PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
 ):
@@ -64,10 +65,11 @@ def gae_kernel(
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
         A, B, R = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True)
-        h = common.apply(A, B, R, ch)
+        h = common.apply(A, B, R, ch, SINGLE)
         if PHASE != 1:
             common.store(p_adv, off, h, m)
             common.store(p_ret, off, h + b_v, m)
-        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+        if not SINGLE:
+            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

@@ -46,6 +46,7 @@ def linear_kernel(
     HAS_INITIAL: tl.constexpr,
     HAS_FEAT: tl.constexpr,
     PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
 ):
@@ -76,9 +77,10 @@ def linear_kernel(
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
         A, B, R = common.scan(b_x, b_b, reset, m, REVERSE)
-        h = common.apply(A, B, R, ch)
+        h = common.apply(A, B, R, ch, SINGLE)
         if PHASE != 1:
             common.store(p_h, off, h, m)
-        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, REVERSE))
+        if not SINGLE:
+            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

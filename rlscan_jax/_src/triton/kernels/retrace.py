@@ -35,6 +35,7 @@ def retrace_kernel(
     LAMBDA_FULL: tl.constexpr,
     C_CLIP_FULL: tl.constexpr,
     PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
 ):
@@ -65,9 +66,10 @@ def retrace_kernel(
             done = done | common.load_flag(p_trunc, off, m)
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
         A, B, R = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True)
-        h = common.apply(A, B, R, ch)
+        h = common.apply(A, B, R, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
-        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+        if not SINGLE:
+            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

@@ -41,6 +41,7 @@ def returns_kernel(
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
     PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
 ):
@@ -84,9 +85,10 @@ def returns_kernel(
             b_b = b_g
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
         A, B, R = common.scan(a, b_b, done, m, True)
-        h = common.apply(A, B, R, ch)
+        h = common.apply(A, B, R, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
-        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+        if not SINGLE:
+            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)

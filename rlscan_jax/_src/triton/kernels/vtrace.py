@@ -44,6 +44,7 @@ def vtrace_kernel(
     PG_CLIP_FULL: tl.constexpr,
     STORE_H: tl.constexpr,
     PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
 ):
@@ -81,7 +82,7 @@ def vtrace_kernel(
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
         A, B, R = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True)
-        h = common.apply(A, B, R, ch)
+        h = common.apply(A, B, R, ch, SINGLE)
         if PHASE != 1:
             b_vs = b_v + h
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
@@ -93,6 +94,7 @@ def vtrace_kernel(
             common.store(p_pg, off, b_pg, m)
             if STORE_H:
                 common.store(p_h, off, h, m)
-        ch, cb, cr = common.advance(ch, cb, cr, A, B, R, o_t, common.exit_time(c, BT, True))
+        if not SINGLE:
+            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)
