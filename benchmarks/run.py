@@ -4,33 +4,33 @@
     python -m benchmarks.run --part 1/3 --out benchmarks/results/h200.part1.json
     python -m benchmarks.run --quick                                         # CPU smoke subset
 
-What one measurement is. Every case (op, implementation, layout, dtype, N×T, mode) is compiled
-once, as a jitted loop that makes K calls of the op on the same inputs: the first call, then a
-`lax.fori_loop` of K-1 more, each fed its inputs through `lax.optimization_barrier` together
-with the previous call's outputs, so no call can be hoisted out of the loop, merged with
-another, or skipped. The barrier emits no device work, so the loop runs exactly K calls' kernels.
+What one measurement is. Every case (op, implementation, layout, dtype, N×T, mode) has up to
+two compiled programs, both compiled before anything runs: the loop (`make_loop`), K calls of
+the op on the same inputs in one jitted program, none of which XLA can hoist or merge; and, on
+a GPU, the single call, one call as a jitted program.
 
-1. Gate. The loop runs once (this is also the warm-up; compilation happened before). Its
-   outputs (and, in fwd+bwd, input gradients) are compared with the reference, the
-   "associative" implementation in float32 on the same device, on the same inputs (16-bit
-   inputs upcast). A case whose max |x - ref| / max |ref| over any output or gradient exceeds
+1. Gate. The loop runs once (this is also the warm-up); its outputs are one call's. They (and,
+   in fwd+bwd, the input gradients) are compared with the reference, the "associative"
+   implementation in float32 on the same device, on the same inputs (16-bit inputs upcast). A
+   case whose max |x - ref| / max |ref| over any output or gradient exceeds
    `TOLERANCE[dtype]` is recorded with "correct": false and no timings.
 2. In-jit time. The loop is timed with a wall clock, `block_until_ready` included, several
    times; each repeat gives one sample of (wall time) / K per call.
-3. Device time (GPU). Outside the in-jit timing, the loop runs a few more times inside one
-   profiler session per unit; `benchmarks.devicetime` sums the durations of the device kernels
-   of each call.
+3. Device time (GPU). After the in-jit timing, the single call is dispatched ten times inside
+   one profiler session per unit; `benchmarks.devicetime` sums the durations of the device
+   kernels of each dispatch.
 
 fwd+bwd is `jax.vjp` of the op w.r.t. every floating input with a fixed random cotangent per
 output (the gradient of the scalar loss Σ outputs·cotangent), returning outputs and gradients.
 
 K is chosen per case from its size (`calls_per_loop`): large enough that one loop outlasts the
-host dispatch by far, so (wall time) / K is the per-call time inside a jitted program.
+host dispatch by far, so (wall time) / K is the per-call time inside a jitted program. With
+K = 1 the loop is the single call.
 
 Implementations that run one or more kernels per time step ("sequential", "rlax": `lax.scan`)
-take seconds per call at long T. They are skipped at T > --slow-max-t (default 131072, i.e. at
-1×1048576), and at T > --slow-reduced-t (default 16384, i.e. at 8×131072) run in float32 only,
-timed once (the gate's run) and not profiled.
+take seconds per call at long T. They are profiled only up to T = --slow-profile-max-t (1024),
+run in float32 only, timed once (the gate's run), at T > --slow-reduced-t (16384, i.e. at
+8×131072), and are skipped at T > --slow-max-t (131072, i.e. at 1×1048576).
 """
 
 from __future__ import annotations
@@ -55,6 +55,12 @@ import numpy as np
 from jax import lax
 
 import rlscan_jax
+
+try:
+    from jax.experimental.layout import Layout, with_layout_constraint
+except ImportError:  # older jax: loops are not layout-pinned
+    Layout = with_layout_constraint = None
+
 from benchmarks import baselines, devicetime, shapes
 
 REFERENCE = "associative"
@@ -206,10 +212,10 @@ class Unit:
             if impls[c.impl].slow:
                 calls = 2 if c.t > reduced_t else 8
                 total += 0.25 * work + c.t * 5e-6 * (2 * work - 1) * calls
-            elif c.impl == REFERENCE:
-                total += (0.2 + 0.03 * math.log2(c.t)) * work + 0.2
+            elif c.impl == REFERENCE:  # two programs (loop, single call), growing with log T
+                total += 1.6 * (0.2 + 0.03 * math.log2(c.t)) * work + 0.2
             else:
-                total += 0.4 * work + 0.1
+                total += 1.6 * 0.4 * work + 0.1
         return total
 
 
@@ -306,9 +312,10 @@ def make_loop(call: Callable, k: int) -> Callable:
     arguments and its call's outputs together through `lax.optimization_barrier`, and the
     barrier's outputs are the next iteration's carry. XLA cannot see through the barrier, so
     the arguments of every call look loop-variant: no call (nor any part of one) is hoisted out
-    of the loop or merged with another. The barrier emits no device work; the loop's own
-    bookkeeping is its counter. (A barrier whose outputs are partly unused is no use: XLA drops
-    the unused part and then hoists.) The outputs are those of one call.
+    of the loop or merged with another. (A barrier whose outputs are partly unused is no use:
+    XLA drops the unused part and then hoists.) Arguments and outputs are pinned to the
+    row-major layout, as at a jit boundary. The barrier emits no device work; the loop's own
+    bookkeeping is its counter. The outputs are those of one call.
     """
 
     def loop(*args):
@@ -318,11 +325,40 @@ def make_loop(call: Callable, k: int) -> Callable:
 
         def body(_, carry):
             args_, _ = carry
-            return lax.optimization_barrier((args_, call(*args_)))
+            args_ = _default_layout(args_)
+            return lax.optimization_barrier((args_, _default_layout(call(*args_))))
 
         return lax.fori_loop(0, k - 1, body, (args, out))[1]
 
     return loop
+
+
+def _default_layout(tree):
+    """Pins arrays to the row-major layout, as at a jit boundary.
+
+    Inside a loop XLA may otherwise keep a carried array transposed and convert it once,
+    outside: the calls would skip the layout conversions that a call at a jit boundary pays
+    (seen for `lax.scan` in the batch-major layout).
+    """
+    if not _PIN_LAYOUTS["on"]:
+        return tree
+    return jax.tree.map(lambda v: with_layout_constraint(v, Layout(tuple(range(v.ndim)))), tree)
+
+
+_PIN_LAYOUTS = {"on": with_layout_constraint is not None}
+
+
+def check_layout_pinning() -> str | None:
+    """Turns layout pinning off (and says why) if this jax / backend cannot compile it."""
+    if not _PIN_LAYOUTS["on"]:
+        return "jax.experimental.layout is not available"
+    try:
+        loop = jax.jit(make_loop(jax.jit(lambda x: (2 * x, x.T)), 2))
+        jax.block_until_ready(loop(jnp.ones((8, 4))))
+    except Exception as e:
+        _PIN_LAYOUTS["on"] = False
+        return _short(e)
+    return None
 
 
 @jax.jit
@@ -546,12 +582,16 @@ class UnitRunner:
         # Lower every program here, compile them in parallel.
         compiler = _Compiler(s.compile_workers)
 
+        calls: dict = {}
+
         def submit(impl: Implementation, layout: str, dtype: str, mode: str, single: bool) -> tuple:
             k = calls_per_loop(s, impl, n, t, mode)
             args = self._args(*inputs_for(layout, dtype), mode)
             key = (impl.name, layout, mode, k, single, _signature(args))
             if key not in compiler.futures:
-                call = jax.jit(with_mode(impl.build(op, layout), mode, spec.floats))
+                if (impl.name, layout, mode) not in calls:  # one traced function per program family
+                    calls[(impl.name, layout, mode)] = jax.jit(with_mode(impl.build(op, layout), mode, spec.floats))
+                call = calls[(impl.name, layout, mode)]
                 if single:
                     compiler.submit(key, call, _avals(args))
                 else:
@@ -818,6 +858,9 @@ def run_suite(
             print(f"skipping implementation {name!r}: {why}", flush=True)
         settings = dataclasses.replace(settings, impls=tuple(i for i in settings.impls if i not in unavailable))
 
+    pin_error = check_layout_pinning()
+    if pin_error:
+        print(f"warning: loops are not layout-pinned: {pin_error}", flush=True)
     old_head, records = (None, [])
     if resume and out and os.path.exists(out):
         old_head, records = load_results(out)
@@ -832,6 +875,7 @@ def run_suite(
     )
     copy = copy_bandwidth(settings)
     head = header(settings, {i: impls[i] for i in settings.impls}, unavailable, copy)
+    head["settings"]["layout_pinned_loops"] = _PIN_LAYOUTS["on"]
     print(f"copy bandwidth {head['copy_bw_gbps']:.1f} GB/s ({copy['copy_method']}), dispatch {head['dispatch_us']} µs")
     runs = (old_head or {}).get("runs", [])
     runner = UnitRunner(settings, impls, copy["copy_bw_gbps"])

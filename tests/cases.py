@@ -15,6 +15,7 @@ import chex
 import jax.numpy as jnp
 import numpy as np
 import oracle
+
 import rlscan_jax
 
 # ----------------------------------------------------------------------------- tolerances
@@ -248,9 +249,9 @@ def build(
                 a["next_values"] = normal(tm)
             elif mode == "boot":
                 a["bootstrap_value"] = normal(batch)
-    if spec.has_gamma:
+    if spec.has_gamma and gamma is not None:  # None: the library's (and the oracle's) default
         a["gamma"] = gamma
-    if spec.has_lambda:
+    if spec.has_lambda and lambda_ is not None:
         a["lambda_"] = lambda_
     step_shape = tm
     args = {}

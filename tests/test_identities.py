@@ -5,8 +5,9 @@ from __future__ import annotations
 import chex
 import numpy as np
 import pytest
-import rlscan_jax
 from cases import MAIN_MODE, OP_NAMES, assert_equal, build, call, episode_flags
+
+import rlscan_jax
 
 # (T, batch, time_axis)
 LAYOUTS = [(63, (3, 4), 0), (17, (5,), -1)]

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import oracle
 import pytest
-import rlscan_jax
 from cases import OPS, assert_close, assert_equal, build, call, call_oracle
+
+import rlscan_jax
 
 T = 24
 EPISODES = [slice(0, 8), slice(8, 16), slice(16, 24)]  # ends: terminated at 7, truncated (or terminated) at 15
@@ -118,7 +119,7 @@ def test_huge_episode_next_to_tiny_episode(op, mode, huge_first, implementation)
     inp = packed(op, mode, seed=5)
     a = inp.args
     scale = (1e30, 1e-3) if huge_first else (1e-3, 1e30)  # episodes 0 and 1; episode 2 unscaled
-    big, small = (EPISODES[0], EPISODES[1]) if huge_first else (EPISODES[1], EPISODES[0])
+    small = EPISODES[1] if huge_first else EPISODES[0]
     for k in inp.float_names():
         if k in ("gamma", "lambda_", "log_rhos", "bootstrap_value"):
             continue  # ratios and parameters keep their scale; the bootstrap belongs to episode 2

@@ -8,9 +8,10 @@ import numpy as np
 import oracle
 import pytest
 import rlax
-import rlscan_jax
 from cases import MAIN_MODE, OP_NAMES, OPS, assert_close, build, call, call_oracle, long_grid, small_grid
 from conftest import enable_x64
+
+import rlscan_jax
 
 
 def check_against_oracle(inp, implementation, dtype):

@@ -113,7 +113,7 @@ FORWARD = ["eligibility_traces", "episodic_cumsum", "episodic_cumsum-reverse"]
 @given(traj=trajectories())
 def test_packed_sums_equal_their_episodes_alone(op, implementation, traj):
     """Forward traces and sums: each episode alone, with the window's initial carry where it enters."""
-    T, term, trunc, f, gamma, lam = traj
+    _, term, trunc, f, gamma, lam = traj
     done = term | trunc
     reverse = op.endswith("reverse")
     x, initial = f["x"], f["initial"]

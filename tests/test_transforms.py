@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from cases import EDGE, FLAGS, MAIN_MODE, OP_NAMES, OPS, PER_STEP, build, call
+from cases import FLAGS, MAIN_MODE, OP_NAMES, OPS, PER_STEP, build, call
 
 from rlscan_jax._src import core
 
