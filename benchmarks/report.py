@@ -91,6 +91,7 @@ def fraction(r: dict | None) -> tuple[float | None, bool]:
 
 
 def speedup(subject: dict | None, base: dict | None) -> float | None:
+    """base in-jit time / subject in-jit time; None unless both passed the gate and were timed."""
     if not subject or not base or subject.get("status") != "ok" or base.get("status") != "ok":
         return None
     if not subject.get("injit_us") or not base.get("injit_us"):
@@ -114,6 +115,7 @@ def _us(x) -> str:
 
 
 def markdown_table(head: dict, records: Sequence[dict], subject: str | None = None) -> str:
+    """Per op / shape / layout / dtype / mode: the subject's times, % of the limit, speed-ups."""
     subject = subject_of(records, subject)
     idx = _index(records)
     lines = [
@@ -135,6 +137,7 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
             continue
         if s["status"] != "ok":
             note = f"max_err {s.get('max_err')}" if s["status"] == "failed" else (s.get("note") or "")
+            note = note.replace("|", "/")
             row += [s["status"].upper(), "", note]
             row += ["" for b in BASELINES if b != subject]
         else:
@@ -147,25 +150,29 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
 
 
 def short_table(head: dict, records: Sequence[dict]) -> str:
-    """A compact summary for the terminal: per op and shape, in-jit µs of every implementation."""
+    """A compact summary for the terminal: one row per op and shape (time-major float32 fwd where
+    measured), the in-jit µs of every implementation and the subject's % of the bandwidth limit."""
     idx = _index(records)
-    impls = [i for i in ("triton", *BASELINES) if any(r["implementation"] == i for r in records)]
-    others = sorted({r["implementation"] for r in records} - set(impls))
-    impls += others
+    names = {r["implementation"] for r in records}
+    impls = [i for i in ("triton", *BASELINES) if i in names] + sorted(names - {"triton", *BASELINES})
     subject = subject_of(records, None)
+    status = {}
+    for r in records:
+        status[r["status"]] = status.get(r["status"], 0) + 1
     lines = [
-        f"{head.get('device')} | copy {head.get('copy_bw_gbps')} GB/s | in-jit µs per call, time-major float32 "
-        f"where measured (all cases: python -m benchmarks.report) | % = {subject}'s fraction of the bandwidth limit"
-        " (* from in-jit time)",
+        f"{head.get('device')} | copy {head.get('copy_bw_gbps')} GB/s | cases: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(status.items())),
+        f"in-jit µs per call; % = {subject}'s fraction of the bandwidth limit (* from in-jit time);"
+        " every layout, dtype and mode: python -m benchmarks.report",
         f"{'op':<19} {'N×T':>10} {'layout':<11} {'dtype':<8} {'mode':<7} "
         + " ".join(f"{i[:11]:>11}" for i in impls)
         + f" {'%':>5}",
     ]
-    for op, n, t, layout, dtype, mode in _order(records):
-        if (layout, dtype) != ("time_major", "float32") and any(
-            (op, i, "time_major", "float32", n, t, mode) in idx for i in impls
-        ):
-            continue
+    rows: dict = {}  # (op, N, T) -> the case shown, in reading order, the preferred one if measured
+    for k in _order(records):
+        if k[:3] not in rows or k[3:] == _PREFERRED:
+            rows[k[:3]] = k
+    for op, n, t, layout, dtype, mode in rows.values():
         cells = []
         for i in impls:
             r = idx.get((op, i, layout, dtype, n, t, mode))
@@ -183,6 +190,9 @@ def short_table(head: dict, records: Sequence[dict]) -> str:
             + f" {pct:>5}"
         )
     return "\n".join(lines)
+
+
+_PREFERRED = ("time_major", "float32", "fwd")
 
 
 def plot(head: dict, records: Sequence[dict], path: str, subject: str | None = None) -> str:
@@ -254,6 +264,7 @@ def plot(head: dict, records: Sequence[dict], path: str, subject: str | None = N
 
 
 def _rows(records, subject, **where) -> list[dict]:
+    """The subject's cases (not skipped) whose fields equal the values, or pass the predicates, in `where`."""
     out = []
     for r in records:
         if r["implementation"] != subject or r["status"] == "skipped":
@@ -267,77 +278,114 @@ def _name(r: dict) -> str:
     return f"{r['op']} {r['N']}x{r['T']} {r['layout']} {r['dtype']} {r['mode']}"
 
 
-def _check(title: str, items: list[tuple[str, float | None, bool]], fmt: str) -> tuple[str, str]:
-    """items: (case, value or None if not measured / failed, passed)."""
-    if not items:
-        return "NOT MEASURED", f"{title}: no cases"
-    missed = [i for i in items if not i[2]]
-    status = "MET" if not missed else "MISSED"
-    vals = [i for i in items if i[1] is not None]
-    worst = missed[:5] if missed else sorted(vals, key=lambda i: i[1])[:1]
-    detail = "; ".join(f"{c} {'n/a' if v is None else format(v, fmt)}" for c, v, _ in worst)
-    return status, f"{title}: {len(items) - len(missed)}/{len(items)} cases pass" + (
-        f"; {'missed' if missed else 'worst'}: {detail}" if detail else ""
-    )
+class _Check:
+    """Collects the cases of one target: passed, missed (a failed gate misses), or not measured."""
+
+    def __init__(self, title: str, fmt: str):
+        self.title, self.fmt = title, fmt
+        self.items: list[tuple[str, float | None, bool]] = []
+        self.unmeasured = 0
+
+    def add(self, name: str, value: float | None, passed: bool) -> None:
+        self.items.append((name, value, passed))
+
+    def add_value(self, r: dict, value: float | None, ok) -> None:
+        """A value computed from case `r` (None: not measured, unless `r` failed, which misses)."""
+        if r["status"] != "ok":
+            self.add(_name(r), None, False)
+        elif value is None:
+            self.unmeasured += 1
+        else:
+            self.add(_name(r), value, ok(value))
+
+    def result(self) -> tuple[str, str]:
+        if not self.items:
+            why = f"{self.unmeasured} cases without the times needed" if self.unmeasured else "no cases"
+            return "NOT MEASURED", f"{self.title}: {why}"
+        missed = [i for i in self.items if not i[2]]
+        status = "MET" if not missed else "MISSED"
+        shown = missed[:5] if missed else sorted(self.items, key=lambda i: i[1])[:1]
+        detail = "; ".join(f"{c} {'FAILED' if v is None else format(v, self.fmt)}" for c, v, _ in shown)
+        text = f"{self.title}: {len(self.items) - len(missed)}/{len(self.items)} cases pass"
+        text += f"; {'missed' if missed else 'worst'}: {detail}"
+        if self.unmeasured:
+            text += f" ({self.unmeasured} not measured)"
+        return status, text
 
 
 def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> list[tuple[str, str]]:
-    """Checks the performance targets; returns (MET | MISSED | NOT MEASURED, detail) per target."""
+    """Checks the performance targets; returns (MET | MISSED | NOT MEASURED, detail) per target.
+
+    Fractions of the bandwidth limit use device time only. A case that failed the gate counts
+    as missed; a case without the needed times as not measured.
+    """
     idx = _index(records)
-    out = []
+    checks = []
 
-    def frac_item(r, level):
+    def device_fraction(r):
         frac, device = fraction(r)
-        ok = frac is not None and device and frac >= level
-        return (_name(r), None if (frac is None or not device) else frac, ok)
+        return frac if device else None
 
-    big = dict(N=lambda r: r["N"] * r["T"] >= BIG)
-    rows = _rows(records, subject, dtype="float32", mode="fwd", **big)
-    out.append(_check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", [frac_item(r, 0.8) for r in rows], ".0%"))
+    def other(r, **change):
+        k = {"op": r["op"], "impl": subject, "layout": r["layout"], "dtype": r["dtype"], "mode": r["mode"], **change}
+        return idx.get((k["op"], k["impl"], k["layout"], k["dtype"], r["N"], r["T"], k["mode"]))
+
+    big = {"N": lambda r: r["N"] * r["T"] >= BIG}
+    c = _Check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", ".0%")
+    for r in _rows(records, subject, dtype="float32", mode="fwd", **big):
+        c.add_value(r, device_fraction(r), lambda v: v >= 0.8)
+    checks.append(c)
     odd = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
-    rows = _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in odd)
-    out.append(
-        _check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", [frac_item(r, 0.6) for r in rows], ".0%")
-    )
+    c = _Check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", ".0%")
+    for r in _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in odd):
+        c.add_value(r, device_fraction(r), lambda v: v >= 0.6)
+    checks.append(c)
     for base, level in (("associative", 3.0), ("sequential", 50.0)):
-        items = []
+        c = _Check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", ".3g")
         for r in _rows(records, subject, T=lambda r: r["T"] >= 128):
-            b = idx.get((r["op"], base, r["layout"], r["dtype"], r["N"], r["T"], r["mode"]))
-            if b is None or b["status"] != "ok":
-                continue
-            x = speedup(r, b)
-            items.append((_name(r), x, x is not None and x >= level))
-        out.append(_check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", items, ".3g"))
-    rows = _rows(records, subject, mode="fwd+bwd", **big)
-    out.append(_check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", [frac_item(r, 0.5) for r in rows], ".0%"))
-    items = []
+            b = other(r, impl=base)
+            if b is not None and b["status"] == "ok":
+                c.add_value(r, speedup(r, b), lambda v, level=level: v >= level)
+        checks.append(c)
+    c = _Check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", ".0%")
+    for r in _rows(records, subject, mode="fwd+bwd", **big):
+        c.add_value(r, device_fraction(r), lambda v: v >= 0.5)
+    checks.append(c)
+    c = _Check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", ".2f")
     for r in _rows(records, subject, dtype="bfloat16", **big):
-        f = idx.get((r["op"], subject, r["layout"], "float32", r["N"], r["T"], r["mode"]))
-        if f is None:
-            continue
-        ratio = r["device_us"] / f["device_us"] if r.get("device_us") and f.get("device_us") else None
-        items.append((_name(r), ratio, ratio is not None and ratio <= 0.65))
-    out.append(_check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", items, ".2f"))
-    items = []
+        f = other(r, dtype="float32")
+        if f is not None and f["status"] != "ok":
+            c.add(_name(f), None, False)
+        elif f is not None:
+            ratio = r["device_us"] / f["device_us"] if r.get("device_us") and f.get("device_us") else None
+            c.add_value(r, ratio, lambda v: v <= 0.65)
+    checks.append(c)
+    c = _Check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", ".2f")
     for layout in shapes.LAYOUTS:
         for dtype in shapes.DTYPES:
             for mode in shapes.MODES:
-                sel = dict(op="retrace", layout=layout, dtype=dtype, mode=mode)
-                long = [fraction(r) for r in _rows(records, subject, T=4096, **sel)]
-                short = [fraction(r) for r in _rows(records, subject, T=128, **sel)]
+                sel = {"op": "retrace", "layout": layout, "dtype": dtype, "mode": mode}
+                long, short = _rows(records, subject, T=4096, **sel), _rows(records, subject, T=128, **sel)
                 if not long or not short:
                     continue
-                lf = [f for f, dev in long if f is not None and dev]
-                sf = [f for f, dev in short if f is not None and dev]
-                ratio = (sum(lf) / len(lf)) / (sum(sf) / len(sf)) if lf and sf and sum(sf) > 0 else None
-                items.append((f"retrace {layout} {dtype} {mode}", ratio, ratio is not None and ratio >= 0.9))
-    out.append(_check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", items, ".2f"))
-    items = []
+                name = f"retrace {layout} {dtype} {mode}"
+                if any(r["status"] != "ok" for r in long + short):
+                    c.add(name, None, False)
+                    continue
+                lf = [f for f in map(device_fraction, long) if f is not None]
+                sf = [f for f in map(device_fraction, short) if f is not None]
+                if lf and sf:
+                    ratio = (sum(lf) / len(lf)) / (sum(sf) / len(sf))
+                    c.add(name, ratio, ratio >= 0.9)
+                else:
+                    c.unmeasured += 1
+    checks.append(c)
+    c = _Check("in-jit ≤ 1.5× device time at N·T ≥ 2^22", ".2f")
     for r in _rows(records, subject, **big):
         ratio = r["injit_us"] / r["device_us"] if r.get("injit_us") and r.get("device_us") else None
-        items.append((_name(r), ratio, ratio is not None and ratio <= 1.5))
-    out.append(_check("in-jit ≤ 1.5× device time at N·T ≥ 2^22", items, ".2f"))
-    return out
+        c.add_value(r, ratio, lambda v: v <= 1.5)
+    checks.append(c)
+    return [c.result() for c in checks]
 
 
 # --------------------------------------------------------------------------- command line

@@ -28,7 +28,7 @@ host dispatch by far, so (wall time) / K is the per-call time inside a jitted pr
 K = 1 the loop is the single call.
 
 Implementations that run one or more kernels per time step ("sequential", "rlax": `lax.scan`)
-take seconds per call at long T. They are profiled only up to T = --slow-profile-max-t (1024),
+take seconds per call at long T. They are profiled only up to T = --slow-profile-max-t (512),
 run in float32 only, timed once (the gate's run), at T > --slow-reduced-t (16384, i.e. at
 8×131072), and are skipped at T > --slow-max-t (131072, i.e. at 1×1048576).
 """
@@ -149,6 +149,8 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
 
 @dataclasses.dataclass
 class Settings:
+    """What to run and how (the command line's options; see `parse_args`)."""
+
     ops: tuple[str, ...] = shapes.OPS
     impls: tuple[str, ...] = tuple(IMPLEMENTATIONS)
     grid: tuple[tuple[int, int], ...] = shapes.GRID
@@ -158,7 +160,7 @@ class Settings:
     seed: int = 0
     slow_max_t: int = 131072
     slow_reduced_t: int = 16384
-    slow_profile_max_t: int = 1024
+    slow_profile_max_t: int = 512
     profile: bool = False
     compile_workers: int = 4
     loop_elements: int = 2**28
@@ -171,7 +173,6 @@ class Settings:
     part: tuple[int, int] = (1, 1)
     copy_bytes: int = 2 * 2**30
     trace_dir: str | None = None
-    quick: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,10 +188,6 @@ class Case:
     @property
     def key(self) -> tuple:
         return (self.op, self.impl, self.layout, self.dtype, self.n, self.t, self.mode)
-
-    @property
-    def label(self) -> str:
-        return f"{self.op}/{self.impl}/{self.layout}/{self.dtype}/{self.n}x{self.t}/{self.mode}"
 
 
 @dataclasses.dataclass
@@ -260,10 +257,11 @@ def plan(settings: Settings, impls: dict[str, Implementation], done: set | None 
         # Longest-processing-time-first onto the least loaded part: deterministic, balanced.
         load = [0.0] * parts
         owner = {}
-        for i in sorted(range(len(units)), key=lambda i: (-units[i].estimate_s(impls), i)):
+        cost = [u.estimate_s(impls, settings.slow_reduced_t) for u in units]
+        for i in sorted(range(len(units)), key=lambda i: (-cost[i], i)):
             p = min(range(parts), key=lambda p: (load[p], p))
             owner[i] = p
-            load[p] += units[i].estimate_s(impls)
+            load[p] += cost[i]
         units = [u for i, u in enumerate(units) if owner[i] == k - 1]
     if done:
         for u in units:
@@ -498,8 +496,8 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
 
 
 class _Compiler:
-    """Lowers on the calling thread (tracing holds the GIL anyway, and Triton lowering is not
-    thread-safe) and compiles on a thread pool (XLA releases the GIL)."""
+    """Lowers on the calling thread (tracing holds the GIL anyway, and lowering a Triton call
+    compiles its kernel in Python) and compiles on a thread pool (XLA releases the GIL)."""
 
     def __init__(self, workers: int):
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, workers))
@@ -699,8 +697,8 @@ class UnitRunner:
                 rec["note"] = f"T > --slow-profile-max-t={s.slow_profile_max_t}: not profiled (a kernel per step)"
             elif s.profile:
                 windows = s.device_windows
-                if impl.slow:  # a few kernels per step: keep the trace to ~2k steps per case
-                    windows = max(1, min(windows, 2048 // (t * (3 if case.mode == "fwd+bwd" else 1))))
+                if impl.slow:  # a few kernels per step: keep the trace to ~512 steps per case
+                    windows = max(1, min(windows, 512 // (t * (3 if case.mode == "fwd+bwd" else 1))))
                 if single_key == loop_key:  # K = 1: the loop is one call
                     fn = _bind(loop, args)
                 else:
@@ -726,6 +724,10 @@ class UnitRunner:
                     )
                     if not samples:
                         records[i]["note"] = "no device events" if session.has_device else "no device in the trace"
+                    elif records[i]["injit_us"] < 0.8 * records[i]["device_us"]:
+                        # A loop's calls cannot take less than the device time of one call.
+                        records[i]["note"] = "in-jit < device time: XLA may have merged calls in the loop"
+                        print(f"  warning: {_label(records[i])}: {records[i]['note']}", flush=True)
                 if session.unattributed:
                     print(f"  note: {session.unattributed} device events fell outside every window", flush=True)
             except Exception as e:  # in-jit times stand; device times are missing
@@ -961,7 +963,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     p.add_argument("--max-seconds", type=float, help="start no unit that would end after this many seconds")
     p.add_argument("--slow-max-t", type=int, default=131072, help="skip sequential/rlax above this T")
     p.add_argument("--slow-reduced-t", type=int, default=16384, help="above this T: sequential/rlax fp32, 1 repeat")
-    p.add_argument("--slow-profile-max-t", type=int, default=1024, help="profile sequential/rlax up to this T")
+    p.add_argument("--slow-profile-max-t", type=int, default=512, help="profile sequential/rlax up to this T")
     p.add_argument("--profile", choices=("auto", "on", "off"), default="auto", help="device time (auto: on a GPU)")
     p.add_argument("--compile-workers", type=int, default=min(8, os.cpu_count() or 1))
     p.add_argument("--copy-mib", type=int, help="copy-bandwidth array size (default 2048 on GPU, 64 on CPU)")
@@ -981,7 +983,6 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         max_seconds=a.max_seconds,
         part=a.part,
         trace_dir=a.trace_dir,
-        quick=a.quick,
     )
     if not gpu:  # CPU calls are slow: short loops, smaller copy
         s.loop_elements, s.max_calls_per_loop = 2**16, 16
@@ -1046,7 +1047,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     t0 = time.perf_counter()
     head, records = run_suite(settings, out=args.out, resume=args.resume)
-    from benchmarks import report  # the table printer; imported late, it pulls in matplotlib only to plot
+    from benchmarks import report  # late: report imports this module
 
     print()
     print(report.short_table(head, records))

@@ -162,10 +162,10 @@ def make_inputs(op: str, n: int, t: int, layout: str = "time_major", dtype="floa
       dict name -> jax.Array for every name in `SPECS[op].floats + SPECS[op].flags`.
     """
     spec = SPECS[op]
-    shape(n, t, layout)
+    shape(n, t, layout)  # checks the layout
     keys = jax.random.split(_key(op, n, t, seed), len(spec.floats) + len(spec.flags))
     out = {}
-    for name, key in zip(spec.floats, keys, strict=False):
+    for name, key in zip(spec.floats, keys[: len(spec.floats)], strict=True):
         if name == "log_rhos":
             x = 0.5 * jax.random.normal(key, (t, n), jnp.float32)
         elif name == "b":

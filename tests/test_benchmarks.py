@@ -167,3 +167,44 @@ def test_profiler_session_finds_its_windows():
     if jax.default_backend() == "gpu":
         samples, _ = devicetime.per_call_us(session.windows["cumsum"], 1)
         assert len(samples) == 2 and all(s > 0 for s in samples)
+
+
+def _record(impl, n, t, dtype="float32", mode="fwd", *, fraction=None, injit=None, device=None, status="ok"):
+    """A result record; `fraction` sets the device time to that fraction of the bandwidth limit."""
+    b = shapes.bytes_min("gae", n, t, dtype, mode)
+    if fraction is not None:
+        device = b / (4000.0 * 1e3) / fraction
+    return {
+        "op": "gae",
+        "implementation": impl,
+        "layout": "time_major",
+        "dtype": dtype,
+        "N": n,
+        "T": t,
+        "mode": mode,
+        "status": status,
+        "device_us": device if status == "ok" else None,
+        "injit_us": (injit or (device and 1.2 * device)) if status == "ok" else None,
+        "bytes_min": b,
+        "copy_bw_gbps": 4000.0,
+    }
+
+
+def test_targets_on_made_up_records():
+    records = [
+        _record("triton", 4096, 1024, fraction=0.85),
+        _record("triton", 1024, 4096, fraction=0.70),  # misses 80%
+        _record("triton", 65536, 16, fraction=0.65),
+        _record("triton", 32768, 8, status="failed"),  # a failed case misses
+        _record("associative", 4096, 1024, injit=1000.0),
+        _record("sequential", 4096, 1024, status="skipped"),
+    ]
+    results = dict((detail.split(":")[0], status) for status, detail in report.targets({}, records))
+    assert results["fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22"] == "MISSED"
+    assert results["fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576"] == "MISSED"
+    assert results["≥ 3× faster than associative (in-jit) at T ≥ 128"] == "MET"
+    assert results["≥ 50× faster than sequential (in-jit) at T ≥ 128"] == "NOT MEASURED"
+    assert results["bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22"] == "NOT MEASURED"
+    assert results["in-jit ≤ 1.5× device time at N·T ≥ 2^22"] == "MET"
+    frac, device = report.fraction(records[0])
+    assert device and frac == pytest.approx(0.85)

@@ -68,16 +68,16 @@ def test_jit_does_not_retrace_for_new_gamma_or_lambda(op, implementation):
 def test_eager_calls_compile_once_per_shape(op, implementation):
     """Eager calls with a new Python-float γ (or new data) reuse the compiled `core.evaluate`;
     a new T compiles once more."""
-    inp = build(op, MAIN_MODE[op], 29, (3,), 0)
+    inp = build(op, MAIN_MODE[op], 53, (3,), 0)  # lengths no other test uses
     call(inp, implementation)
     size = core.evaluate._cache_size()
     if OPS[op].has_gamma:
         for g in (0.123, 0.5, 1.0):
             lam = {"lambda_": 1.0 - g} if OPS[op].has_lambda else {}
             call(inp, implementation, dict(inp.args, gamma=g, **lam))
-    call(build(op, MAIN_MODE[op], 29, (3,), 0, seed=123), implementation)
+    call(build(op, MAIN_MODE[op], 53, (3,), 0, seed=123), implementation)
     assert core.evaluate._cache_size() == size
-    call(build(op, MAIN_MODE[op], 31, (3,), 0), implementation)
+    call(build(op, MAIN_MODE[op], 59, (3,), 0), implementation)
     assert core.evaluate._cache_size() == size + 1
 
 
@@ -106,16 +106,16 @@ def test_vmap_over_batch_major_rows(op, implementation):
     chex.assert_trees_all_close(f(arrays), run(inp, implementation, arrays, static), **CLOSE)
 
 
+@pytest.mark.parametrize("axis", [0, -1], ids=["time-major", "batch-major"])
 @pytest.mark.parametrize("op", OP_NAMES)
-def test_vmap_in_axes_1_with_an_inner_batch(op, implementation):
-    """[B1, T, B2]-like use: data [T, 3, 4], vmap over axis 1 while the op itself sees [T, 4]."""
-    inp = build(op, MAIN_MODE[op], T, (3, 4), 0)
+def test_vmap_in_axes_1_with_an_inner_batch(op, axis, implementation):
+    """in_axes=1 with a batch axis left for the op: [T, 3, 4] maps the 3 (the op sees [T, 4]);
+    batch-major [3, 4, T] maps the 4 (the op sees [3, T] with time_axis=-1)."""
+    inp = build(op, MAIN_MODE[op], T, (3, 4), axis)
     arrays, static = split(inp)
-    f = jax.vmap(
-        lambda a: run(inp, implementation, a, static, time_axis=0),
-        in_axes=(batch_in_axes(inp, arrays, 1),),
-        out_axes=1,
-    )
+    edge_axis = 0 if axis == 0 else 1  # the mapped batch axis, counted without time
+    in_axes = {k: (1 if (k in PER_STEP or k in FLAGS) else edge_axis) for k in arrays}
+    f = jax.vmap(lambda a: run(inp, implementation, a, static), in_axes=(in_axes,), out_axes=1)
     chex.assert_trees_all_close(f(arrays), run(inp, implementation, arrays, static), **CLOSE)
 
 

@@ -14,7 +14,7 @@ import importlib
 import jax
 import jax.numpy as jnp
 
-from rlscan_jax._src import checks
+from rlscan_jax._src import checks, sharding
 from rlscan_jax._src.reference import scan
 
 OPS = (
@@ -55,6 +55,14 @@ def reference(op: str, x: dict, p: dict, *, axis: int, reverse: bool, method: st
 @functools.partial(jax.jit, static_argnames=("op", "axis", "reverse", "implementation", "out_dtype"))
 def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype):
     """Runs `op` with the chosen implementation and returns outputs in `out_dtype`."""
+    # Several devices: run the op on each device's block of the batch axes, with no collective
+    # (issue #7, sharding.py). On one device this is `local(x, p, axis=axis)` itself.
+    local = functools.partial(_evaluate_local, op, reverse=reverse, implementation=implementation, out_dtype=out_dtype)
+    return sharding.per_shard(local, x, p, axis=axis, implementation=implementation)
+
+
+def _evaluate_local(op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype):
+    """`evaluate` on one device's arrays (or one block of them)."""
     if implementation == "triton":
         from rlscan_jax._src.triton import ops as triton_ops  # lazy: imports triton
 

@@ -198,7 +198,7 @@ def scan_call(
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
 
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
-    the three segment-summary outputs; `flags` are its constexprs besides the layout ones.
+    the two segment-summary outputs; `flags` are its constexprs besides the layout ones.
     """
     p = plan(g)
     single = p.nseg == 1 and p.cps == 1 and initial is None
@@ -210,7 +210,7 @@ def scan_call(
             kernel,
             grid=(p.row_blocks, 1),
             args=[*inputs, inputs[0], *sizes],
-            out_shapes=[*outputs, *[placeholder()] * 3],
+            out_shapes=[*outputs, *[placeholder()] * 2],
             PHASE=0,
             **meta,
         )
@@ -221,12 +221,7 @@ def scan_call(
         kernel,
         grid=(p.row_blocks, p.nseg),
         args=[*inputs, inputs[0], *sizes],
-        out_shapes=[
-            *holes,
-            jax.ShapeDtypeStruct(seg, acc),
-            jax.ShapeDtypeStruct(seg, acc),
-            jax.ShapeDtypeStruct(seg, jnp.int8),
-        ],
+        out_shapes=[*holes, out(seg, acc), out(seg, acc)],
         PHASE=1,
         **meta,
     )[len(outputs) :]
@@ -247,7 +242,7 @@ def scan_call(
         kernel,
         grid=(p.row_blocks, p.nseg),
         args=[*inputs, cin, *sizes],
-        out_shapes=[*outputs, *[placeholder()] * 3],
+        out_shapes=[*outputs, *[placeholder()] * 2],
         PHASE=2,
         **meta,
     )

@@ -10,13 +10,16 @@ N = OUTER·INNER) and works on register blocks [BT, BB] of BT time steps × BB r
 A row's time axis is split into chunks of BT steps; a program walks the chunks of one
 segment in scan order, carrying the state between them. With one segment per row (PHASE 0)
 that is the whole scan. For long rows, the row is split into segments scanned in parallel:
-PHASE 1 writes each segment's composite (h, b, r), `carry_kernel` chains them into each
+PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
 segment's incoming carry, and PHASE 2 rescans each segment from that carry.
 
 The carry entering a segment maps to the state h at each position as
-    h_t = A_t + [not R_t] · B_t · carry
-with (A, B, R) the inclusive scan of the chunk. Boundaries select instead of multiplying,
-so a NaN behind a boundary never crosses it.
+    h_t = A_t + B_t · carry
+with (A, B) the inclusive scan of the chunk. A reset step (an episode end, the window edge)
+enters the scan as b = 0, and b = 0 is *selected* (the carry is dropped), never multiplied:
+0 · NaN is NaN, so a NaN behind a boundary never crosses it. A genuine b = 0 (γ = 0) is the
+same recurrence for finite values. The backward pass does not differentiate these kernels
+(ops.py), so folding the reset into b costs no gradient.
 """
 
 import triton
@@ -24,10 +27,10 @@ import triton.language as tl
 
 
 @triton.jit
-def combine(a1, b1, r1, a2, b2, r2):
-    """(a1, b1, r1) then (a2, b2, r2), in processing order."""
-    a = a2 + tl.where(r2, 0.0, b2 * a1)
-    return a, b2 * b1, r1 | r2
+def combine(a1, b1, a2, b2):
+    """(a1, b1) then (a2, b2), in processing order; b2 = 0 is a boundary, selected, never multiplied."""
+    a = a2 + tl.where(b2 == 0.0, 0.0, b2 * a1)
+    return a, tl.where(b2 == 0.0, 0.0, b2 * b1)
 
 
 @triton.jit
@@ -122,23 +125,17 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
 
 
 @triton.jit
-def scan(a, b, r, m, REVERSE: tl.constexpr):
-    """Inclusive scan of a chunk along time; masked positions are identity elements."""
+def scan(a, b, reset, m, REVERSE: tl.constexpr):
+    """Inclusive scan of a chunk along time, reset steps as b = 0; masked positions are identities."""
     a = tl.where(m, a, 0.0)
-    b = tl.where(m, b, 1.0)
-    r = r & m
-    return tl.associative_scan((a, b, r), 0, combine, reverse=REVERSE)
+    b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
+    return tl.associative_scan((a, b), 0, combine, reverse=REVERSE)
 
 
 @triton.jit
 def row(x, o_t, t):
     """x[t, :] of a block [BT, BB] as [BB], by selection (NaN elsewhere never leaks in)."""
     return tl.sum(tl.where((o_t == t)[:, None], x, 0.0), axis=0)
-
-
-@triton.jit
-def row_flag(x, o_t, t):
-    return tl.max(tl.where((o_t == t)[:, None], x, False).to(tl.int32), axis=0) != 0
 
 
 @triton.jit
@@ -152,7 +149,7 @@ def exit_time(c, BT: tl.constexpr, REVERSE: tl.constexpr):
 
 @triton.jit
 def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.constexpr, F64: tl.constexpr):
-    """The carry (h, b, r) entering a segment: the window-edge value, zero, or from carry_kernel."""
+    """The carry (h, b) entering a segment: the window-edge value, zero, or from carry_kernel."""
     m_n = o_n < N
     zero = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
     ch = zero
@@ -161,33 +158,32 @@ def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.
     elif PHASE == 0:
         if HAS_INITIAL:
             ch = load(p_init, o_n, m_n, F64)
-    return ch, zero + 1.0, o_n < 0
+    return ch, zero + 1.0
 
 
 @triton.jit
-def advance(h, B, R, ch, cb, cr, o_t, t_exit, PHASE: tl.constexpr):
+def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
     """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map."""
     if PHASE == 1:
-        cb = row(B, o_t, t_exit) * cb
-        cr = row_flag(R, o_t, t_exit) | cr
-    return row(h, o_t, t_exit), cb, cr
+        b_e = row(B, o_t, t_exit)
+        cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
+    return row(h, o_t, t_exit), cb
 
 
 @triton.jit
-def apply(A, B, R, ch, SINGLE: tl.constexpr):
-    """h = A + [not R] · B · carry; a single chunk with nothing entering is A itself."""
+def apply(A, B, ch, SINGLE: tl.constexpr):
+    """h = A + B · carry (selected away where B = 0); a single chunk with nothing entering is A."""
     if SINGLE:
         return A
     else:
-        return A + tl.where(R, 0.0, B * ch[None, :])
+        return A + tl.where(B == 0.0, 0.0, B * ch[None, :])
 
 
 @triton.jit
-def store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr):
+def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb):
     m_n = o_n < N
     tl.store(p_sh + i_s * N + o_n, ch.to(p_sh.dtype.element_ty), mask=m_n)
     tl.store(p_sb + i_s * N + o_n, cb.to(p_sb.dtype.element_ty), mask=m_n)
-    tl.store(p_sr + i_s * N + o_n, cr.to(p_sr.dtype.element_ty), mask=m_n)
 
 
 @triton.jit
@@ -199,7 +195,6 @@ def store(p, off, x, m):
 def carry_kernel(
     p_sh,
     p_sb,
-    p_sr,
     p_init,
     N,
     NSEG,
@@ -224,5 +219,4 @@ def carry_kernel(
         tl.store(p_cin + s * N + o_n, x.to(p_cin.dtype.element_ty), mask=m_n)
         sh = load(p_sh, s * N + o_n, m_n, F64)
         sb = load(p_sb, s * N + o_n, m_n, F64)
-        sr = tl.load(p_sr + s * N + o_n, mask=m_n, other=0) != 0
-        x = sh + tl.where(sr, 0.0, sb * x)
+        x = sh + tl.where(sb == 0.0, 0.0, sb * x)

@@ -25,7 +25,6 @@ def gae_kernel(
     p_ret,
     p_sh,
     p_sb,
-    p_sr,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -42,7 +41,7 @@ def gae_kernel(
     i_b = tl.program_id(0)
     i_s = tl.program_id(1)
     o_n = common.rows(i_b, BIG, BB)
-    ch, cb, cr = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
+    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
@@ -64,12 +63,12 @@ def gae_kernel(
             done = done | term
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
-        A, B, R = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True)
-        h = common.apply(A, B, R, ch, SINGLE)
+        A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True)
+        h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_adv, off, h, m)
             common.store(p_ret, off, h + b_v, m)
         if not SINGLE:
-            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
+            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
-        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

@@ -32,7 +32,6 @@ def linear_kernel(
     p_h,
     p_sh,
     p_sb,
-    p_sr,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -54,7 +53,7 @@ def linear_kernel(
     i_b = tl.program_id(0)
     i_s = tl.program_id(1)
     o_n = common.rows(i_b, BIG, BB)
-    ch, cb, cr = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
+    ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
@@ -76,11 +75,11 @@ def linear_kernel(
                 reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
-        A, B, R = common.scan(b_x, b_b, reset, m, REVERSE)
-        h = common.apply(A, B, R, ch, SINGLE)
+        A, B = common.scan(b_x, b_b, reset, m, REVERSE)
+        h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_h, off, h, m)
         if not SINGLE:
-            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, REVERSE), PHASE)
+            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:
-        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

@@ -28,7 +28,6 @@ def returns_kernel(
     p_g,
     p_sh,
     p_sb,
-    p_sr,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -53,7 +52,7 @@ def returns_kernel(
     i_b = tl.program_id(0)
     i_s = tl.program_id(1)
     o_n = common.rows(i_b, BIG, BB)
-    ch, cb, cr = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
+    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT)
@@ -84,11 +83,11 @@ def returns_kernel(
             b_boot_t = tl.where(done, b_nv, 0.0)
             b_b = b_g
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
-        A, B, R = common.scan(a, b_b, done, m, True)
-        h = common.apply(A, B, R, ch, SINGLE)
+        A, B = common.scan(a, b_b, done, m, True)
+        h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
         if not SINGLE:
-            ch, cb, cr = common.advance(h, B, R, ch, cb, cr, o_t, common.exit_time(c, BT, True), PHASE)
+            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
-        common.store_summary(p_sh, p_sb, p_sr, i_s, o_n, N, ch, cb, cr)
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)
