@@ -79,7 +79,7 @@ def test_per_step_parameters(op, axis, implementation):
 @pytest.mark.parametrize("op", [op for op in OP_NAMES if not OPS[op].forward_family and op != "linear_scan"])
 def test_flags_of_any_numeric_dtype(op, implementation):
     """bool, integer and float flags agree; any non-zero value is true."""
-    inp = build(op, "nv", 63, (5,), 0)
+    inp = build(op, "nv", 9, (5,), 0)
     ref = call(inp, implementation)
     for cast in (lambda f: f.astype(np.int32) * 3, lambda f: f.astype(np.float32) * 0.5, lambda f: f.astype(np.uint8)):
         args = dict(inp.args)
@@ -90,7 +90,7 @@ def test_flags_of_any_numeric_dtype(op, implementation):
 
 @pytest.mark.parametrize("op", ["eligibility_traces", "episodic_cumsum"])
 def test_done_of_any_numeric_dtype(op, implementation):
-    inp = build(op, OPS[op].modes[0], 63, (5,), -1)
+    inp = build(op, OPS[op].modes[0], 9, (5,), -1)
     ref = call(inp, implementation)
     for cast in (lambda f: f.astype(np.int8) * -2, lambda f: f.astype(np.float16) * 0.25):
         args = dict(inp.args, done=cast(inp.args["done"]))

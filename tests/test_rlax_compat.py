@@ -403,3 +403,9 @@ def test_rejects_bad_n_and_implementation():
         rlax_compat.n_step_bootstrapped_returns(jnp.ones(3), jnp.ones(3), jnp.ones(3), 2, implementation="bogus")
     with pytest.raises(ValueError, match="implementation='bogus'"):
         rlax_compat.vtrace(*make_case("vtrace", 3, "scalar").args, implementation="bogus")
+
+
+def test_n_step_refuses_triton():
+    """n-step returns have no kernel: asking for one raises instead of running plain JAX."""
+    with pytest.raises(ValueError, match="triton"):
+        rlax_compat.n_step_bootstrapped_returns(jnp.ones(4), jnp.ones(4), jnp.ones(4), 2, implementation="triton")

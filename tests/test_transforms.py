@@ -103,7 +103,11 @@ def test_vmap_over_batch_major_rows(op, implementation):
     inp = build(op, MAIN_MODE[op], T, (4,), -1)
     arrays, static = split(inp)
     f = jax.vmap(lambda a: run(inp, implementation, a, static, time_axis=0), in_axes=(0,))
-    chex.assert_trees_all_close(f(arrays), run(inp, implementation, arrays, static), **CLOSE)
+    out = f(arrays)
+    chex.assert_trees_all_close(out, run(inp, implementation, arrays, static), **CLOSE)
+    for i in range(4):  # and each row alone, unbatched
+        row = run(inp, implementation, {k: v[i] for k, v in arrays.items()}, static, time_axis=0)
+        chex.assert_trees_all_close(jax.tree.map(lambda o, i=i: o[i], out), row, **CLOSE)
 
 
 @pytest.mark.parametrize("axis", [0, -1], ids=["time-major", "batch-major"])

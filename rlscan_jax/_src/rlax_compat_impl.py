@@ -279,16 +279,16 @@ def n_step_bootstrapped_returns(
       n: the number of steps, a Python int ≥ 1.
       lambda_t: λ, a float, a floating scalar, or [T] floating.
       stop_target_gradients: if true, the returns carry no gradient.
-      implementation: validated like everywhere else (None, "triton", "associative" or
-        "sequential"), but unused: this function has no scan to dispatch and runs as plain JAX
-        on every backend.
+      implementation: None, "associative" or "sequential" (all run the same plain JAX: n-step
+        returns are not a first-order scan). "triton" raises: there is no kernel for it, and
+        nothing falls back silently.
 
     Returns:
       returns, [T], in the inputs' floating dtype.
 
     Raises:
-      ValueError: inputs not rank 1 or of mismatched lengths; n not ≥ 1; an unknown or
-        unavailable implementation.
+      ValueError: inputs not rank 1 or of mismatched lengths; n not ≥ 1; an unknown
+        implementation, or "triton".
       TypeError: non-floating inputs; n not an int.
 
     Example:
@@ -305,6 +305,8 @@ def n_step_bootstrapped_returns(
     n = int(n)
     if n < 1:
         raise ValueError(f"n={n} must be at least 1")
+    if implementation == "triton":
+        raise ValueError('implementation="triton": n_step_bootstrapped_returns has no Triton kernel (not a scan)')
     dispatch.resolve(implementation)
     r_t = _trajectory(r_t, "r_t")
     length = r_t.shape[0]

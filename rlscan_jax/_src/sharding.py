@@ -189,17 +189,28 @@ def _explicit_axes(leaves) -> tuple[object, set[str]] | None:
     return None
 
 
+def _unsharded(tree):
+    return jax.tree.map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), tree)
+
+
+def _same(a: PartitionSpec, b: PartitionSpec, ndim: int) -> bool:
+    pad = (None,) * ndim
+    return tuple(map(_spec_axes, (tuple(a) + pad)[:ndim])) == tuple(map(_spec_axes, (tuple(b) + pad)[:ndim]))
+
+
 def _shard_map(fn: Callable, x: dict, p: dict, *, axis: int, layout: Layout, mesh, explicit: set[str]):
     flat, tree = jax.tree.flatten((x, p))
     names = _leaf_names(layout, x, p)
     specs = [jax.typeof(v).sharding.spec for v in flat]
     axes = dim_axes(names, specs, allowed=explicit)
-    if not axes:
-        return fn(x, p, axis=axis)
     in_specs = [spec_of(n, axes) for n in names]
     # Time replicated, batch and features as `axes`: a no-op for a batch-sharded input.
-    flat = [v if tuple(s) == tuple(jax.typeof(v).sharding.spec) else jax.reshard(v, s) for v, s in zip(flat, in_specs)]
-    out_shape = jax.eval_shape(functools.partial(fn, axis=axis), x, p)
+    flat = [v if _same(jax.typeof(v).sharding.spec, s, v.ndim) else jax.reshard(v, s) for v, s in zip(flat, in_specs)]
+    if not axes:  # nothing sharded but time: gathered above, now replicated
+        x, p = jax.tree.unflatten(tree, flat)
+        return fn(x, p, axis=axis)
+    # The outputs' ranks, from unsharded shapes (the op is traced per block, not globally).
+    out_shape = jax.eval_shape(functools.partial(fn, axis=axis), *_unsharded((x, p)))
     out_specs = jax.tree.map(lambda o: spec_of(layout.per_step(o.shape), axes), out_shape)
 
     def local(*leaves):
@@ -229,13 +240,12 @@ def _sdy_rule(names_in, names_out) -> SdyShardingRule:
     return SdyShardingRule(ins, outs, need_replication_factors=(TIME,) if TIME in used else ())
 
 
-def _named(sharding) -> tuple[object, PartitionSpec]:
-    if not isinstance(sharding, NamedSharding):
-        raise NotImplementedError(
-            f"rlscan_jax: partitioning an op needs NamedShardings on a mesh, got {sharding!r}; "
-            "run under jax.set_mesh(mesh) or use explicit sharding"
-        )
-    return sharding.mesh, sharding.spec
+def _replicated(mesh, arg_shapes):
+    """A replicated sharding, also where the partitioner gives no mesh (GSPMD shardings)."""
+    if mesh is None or mesh.empty:
+        devices = next(iter(s.sharding for s in arg_shapes if s.sharding is not None))._device_assignment
+        mesh = jax.sharding.Mesh(np.asarray(devices), ("devices",))
+    return mesh, NamedSharding(mesh, PartitionSpec())
 
 
 def partition(local: Callable, names_in, names_out, in_tree, *, reduce_outputs=None) -> Callable:
@@ -252,20 +262,26 @@ def partition(local: Callable, names_in, names_out, in_tree, *, reduce_outputs=N
 
     fn = custom_partitioning(flat_local)
 
+    # These run inside XLA's partitioner, where an exception aborts the process: anything
+    # they cannot read (shardings without a mesh) falls back to replicated operands.
     def shardings(mesh, arg_shapes):
-        specs = [_named(s.sharding)[1] for s in arg_shapes]
+        given = [s.sharding for s in arg_shapes]
+        if any(s is not None and not isinstance(s, NamedSharding) for s in given) or mesh is None or mesh.empty:
+            mesh, rep = _replicated(mesh, arg_shapes)
+            return mesh, {}, [rep] * len(names_in), [rep] * len(names_out)
+        specs = [PartitionSpec() if s is None else s.spec for s in given]
         axes = dim_axes(names_in, specs)
         ins = [NamedSharding(mesh, spec_of(n, axes)) for n in names_in]
         outs = [NamedSharding(mesh, spec_of(n, axes)) for n in names_out]
-        return axes, ins, outs
+        return mesh, axes, ins, outs
 
     def infer(mesh, arg_shapes, result_shape):
         del result_shape
-        return tuple(shardings(mesh, arg_shapes)[2])
+        return tuple(shardings(mesh, arg_shapes)[3])
 
     def part(mesh, arg_shapes, result_shape):
         del result_shape
-        axes, ins, outs = shardings(mesh, arg_shapes)
+        mesh, axes, ins, outs = shardings(mesh, arg_shapes)
 
         def lower(*flat):
             out = list(flat_local(*flat))

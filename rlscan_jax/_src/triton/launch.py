@@ -83,6 +83,11 @@ def _interpret(kernel, grid, args, out_shapes, constexprs):
     return jax.pure_callback(host, list(out_shapes), *arrays, vmap_method="sequential")
 
 
+# Set (e.g. to 90) to lower for a GPU that is not present: jax-triton then compiles for that
+# compute capability instead of asking the local device (cross-lowering checks on a CPU host).
+COMPUTE_CAPABILITY: int | None = None
+
+
 def call(
     kernel,
     *,
@@ -104,6 +109,7 @@ def call(
         grid=grid,
         num_warps=num_warps,
         num_stages=1,
+        compute_capability=COMPUTE_CAPABILITY,
         **constexprs,
     )
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
