@@ -41,7 +41,7 @@ def main(out="benchmarks/results/cpu_default.json"):
         rec = {"op": "gae", "T": T, "B": B}
         for impl in ("associative", "sequential"):
 
-            def f(r, impl=impl):
+            def f(r, impl=impl, done=done):
                 return rlscan_jax.gae(r, r, terminated=done, bootstrap_value=r[0], implementation=impl).advantages
 
             rec[f"{impl}_us"] = median_us(jax.jit(f), r)
