@@ -12,7 +12,14 @@ import contextlib
 import jax
 import pytest
 
+from rlscan_jax._src import dispatch
+
 IMPLEMENTATIONS = ["associative", "sequential"]
+
+# On a CUDA GPU with jax-triton (not the interpreter, which has its own small suite), the whole
+# grid also runs the Triton kernels.
+if not dispatch.interpret_mode() and dispatch.triton_unavailable_reason() is None:
+    IMPLEMENTATIONS.append("triton")
 
 
 def _parametrized_directly(metafunc, name: str) -> bool:

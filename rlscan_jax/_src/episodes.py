@@ -48,6 +48,8 @@ def validate(
     """
     rewards = checks.float_array(rewards, "rewards")
     step_shape = tuple(rewards.shape)
+    if rewards.ndim == 0:
+        raise ValueError(f"rewards.shape={step_shape} must have a time axis ([T] or [T, *B])")
     axis = checks.time_axis(time_axis, rewards.ndim)
     checks.non_empty_time(step_shape, axis, "rewards")
     x = {"rewards": rewards}
