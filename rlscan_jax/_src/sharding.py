@@ -3,43 +3,46 @@
 Every op is independent across batch rows (and feature lanes) and sequential only along
 time, so a batch-sharded call is the same op on each device's local block: time stays whole
 on every device and nothing moves between devices. XLA cannot see that through an opaque
-custom call (a Triton kernel, or the Triton interpreter's callback), and left alone it gathers
-the whole rollout onto every device. `per_shard`, called by `core.evaluate` around every op
-and every implementation, says it explicitly. Which mechanism runs is decided at trace time:
+custom call (a Triton kernel, or the Triton interpreter's callback); left alone it gathers
+the whole rollout onto every device. `per_shard`, which `core.evaluate` calls around every op
+and every implementation, says it explicitly. The mechanism is chosen at trace time:
 
 1. One device in the process (`jax.device_count() == 1`): the op runs as it is. No wrapper,
    no overhead, no change of behaviour.
 2. Explicit sharding (a mesh whose axes are `AxisType.Explicit`, the default of
-   `jax.make_mesh`): the avals carry their sharding, so the op runs under `jax.shard_map`
-   with per-leaf specs built from it. shard_map is transparent to jit, grad, jvp and vmap.
+   `jax.make_mesh`): the avals carry their shardings, so the op runs under `jax.shard_map`
+   with per-leaf specs built from them. shard_map composes with jit, grad, jvp and vmap. This
+   also serves the reference implementations, some of which (vtrace, retrace,
+   eligibility_traces) do not trace on explicitly sharded arrays by themselves.
 3. Auto sharding with the "triton" implementation: the shardings are only known when XLA
-   partitions the program, so the op is a `jax.experimental.custom_partitioning` call, with a
-   Shardy sharding rule (the default partitioner of this jax) and GSPMD callbacks (when
-   `jax_use_shardy_partitioner` is off). Its `partition` rule keeps every operand's batch
-   and feature shardings, makes time replicated, and lowers the same op on the local block.
-   On one device, or inside a shard_map that made every mesh axis manual, custom_partitioning
-   lowers the op inline.
-4. Auto sharding with a reference implementation ("associative", "sequential"): pure JAX,
-   which XLA partitions by itself along the batch axes with no collective (tests/test_sharding.py
+   partitions the program, so the op becomes a `jax.experimental.custom_partitioning` call.
+   It carries a Shardy sharding rule (Shardy is this jax's default partitioner) and GSPMD
+   callbacks (used when `jax_use_shardy_partitioner` is off). Its `partition` rule keeps every
+   operand's batch and feature shardings, makes time replicated, and lowers the same op on the
+   local block. On one device, or inside a shard_map that made every mesh axis manual,
+   custom_partitioning lowers the op inline.
+4. Auto sharding with a reference implementation ("associative", "sequential"): pure JAX.
+   XLA partitions it along the batch axes by itself with no collective (tests/test_sharding.py
    checks the compiled HLO), so it runs as it is and keeps forward-mode autodiff.
 
 Time sharded: a mesh axis on the time axis is gathered first (an all-gather of that axis, the
-one collective left), and the result is correct, batch-sharded and time-replicated.
+one collective left), and the result is correct.
 
 custom_partitioning has neither autodiff nor batching rules, so in case 3 it sits inside
-the layering the Triton path already uses: `jax.custom_vjp` outside, a
-`jax.custom_batching.custom_vmap` rule (folding a vmapped axis into the batch axes, as
-`triton/batching.py` does for the launchers) around each partitioned call. The backward
-pass is its own partitioned call that re-runs the op's forward on the local block and pulls
-the cotangents back through the op's own VJP; gradients of parameters shared across the
-batch (γ, λ, clips) are summed over the devices with a psum, the one necessary all-reduce.
+the layering the Triton path already uses: `jax.custom_vjp` outside, and around each
+partitioned call a `jax.custom_batching.custom_vmap` rule that folds a vmapped axis into the
+batch axes (as triton/batching.py does for the launchers). The backward pass is its own
+partitioned call. It re-runs the op's forward on the local block and pulls the cotangents
+back through the op's own VJP. Gradients of parameters shared across the batch (γ, λ, clips)
+are summed over the devices with a psum, the one all-reduce that is needed.
 
-Limits (case 3 only): the backward pass costs one extra forward kernel (the residuals of the
-inner VJP have no layout that custom_partitioning could be told about); there is no
-forward-mode autodiff (`jax.jvp`), as for the Triton path itself; a second derivative is not
-supported. Applying `partition` to the Triton launchers themselves (triton/batching.py,
-inside the existing custom_vmap) would remove the extra forward kernel; it is written so
-that it can be used there as it is.
+Limits of case 3: the backward pass costs one extra forward kernel, because the inner VJP's
+residuals have no layout that custom_partitioning could be told about. There is no
+forward-mode autodiff (`jax.jvp`), as for the Triton path itself, and no second derivative.
+Shardings that the partitioner hands over without a mesh (GSPMD shardings, from a jit that
+saw no NamedSharding) fall back to replicated operands: correct, but gathered. Calling
+`per_block` inside the Triton launchers themselves (triton/batching.py, under the existing
+custom_vmap) would remove the extra forward kernel and the custom_vjp layer here.
 """
 
 from __future__ import annotations
@@ -248,13 +251,13 @@ def _replicated(mesh, arg_shapes):
     return mesh, NamedSharding(mesh, PartitionSpec())
 
 
-def partition(local: Callable, names_in, names_out, in_tree, *, reduce_outputs=None) -> Callable:
+def partition(local: Callable, names_in, names_out, in_tree, *, reduce: bool = False) -> Callable:
     """`local(*args)` as a custom_partitioning call that runs it on each device's block.
 
     `names_in` / `names_out` give each flat operand's / result's dim names (see `Layout`);
     `local` must compute on any block of the named non-time dims (rows are independent).
-    `reduce_outputs[i]`, when given, is the dim names a result is summed over (a parameter's
-    gradient): the partitioned call psums it over the mesh axes of those dims.
+    With `reduce`, a result that lacks a sharded dim (a parameter's gradient, summed over the
+    dims the parameter is broadcast over) is psummed over that dim's mesh axes.
     """
 
     def flat_local(*flat):
@@ -285,12 +288,10 @@ def partition(local: Callable, names_in, names_out, in_tree, *, reduce_outputs=N
 
         def lower(*flat):
             out = list(flat_local(*flat))
-            if reduce_outputs is not None:
-                for i, leaf_names in enumerate(names_out):
-                    if reduce_outputs[i]:
-                        red = _reduced_axes(leaf_names, axes)
-                        if red:
-                            out[i] = jax.lax.psum(out[i], red)
+            for i, leaf_names in enumerate(names_out):
+                summed = _reduced_axes(leaf_names, axes) if reduce else ()
+                if summed:
+                    out[i] = jax.lax.psum(out[i], summed)
             return tuple(out)
 
         return mesh, lower, tuple(outs), tuple(ins)
@@ -321,22 +322,35 @@ def _is_float(v) -> bool:
     return v is not None and jnp.issubdtype(v.dtype, jnp.floating)
 
 
+def per_block(fn: Callable, x: dict, p: dict, *, axis: int):
+    """`fn(x, p, axis=axis)` as a custom_partitioning call: one call per device block.
+
+    The partitioning alone, with neither autodiff nor batching rules: call it where those are
+    supplied around it (inside a `custom_vjp` and a `custom_vmap`, as the Triton launchers are).
+    `fn` returns a pytree of arrays of the per-step shape (with x's feature axes); None leaves
+    are allowed.
+    """
+    if jax.device_count() == 1:
+        return fn(x, p, axis=axis)
+    layout = Layout.of(x, axis)
+    flat, tree = jax.tree.flatten((x, p))
+    out_shape = jax.eval_shape(functools.partial(fn, axis=axis), x, p)
+    out_flat, out_tree = jax.tree.flatten(out_shape)
+    names_out = [layout.per_step(o.shape) for o in out_flat]
+
+    def local(xl, pl):
+        return tuple(jax.tree.leaves(fn(xl, pl, axis=axis)))
+
+    out = partition(local, _leaf_names(layout, x, p), names_out, tree)(*flat)
+    return jax.tree.unflatten(out_tree, out)
+
+
 def _forward_call(fn: Callable, axis: int) -> Callable:
-    """fn(x, p, axis=axis), partitioned, with a vmap rule that folds the vmapped axis in."""
+    """`per_block(fn)` with a vmap rule that folds the vmapped axis into the batch axes."""
 
     @jax.custom_batching.custom_vmap
     def run(x, p):
-        layout = Layout.of(x, axis)
-        flat, tree = jax.tree.flatten((x, p))
-        out_shape = jax.eval_shape(functools.partial(fn, axis=axis), x, p)
-        out_flat, out_tree = jax.tree.flatten(out_shape)
-        names_out = [layout.per_step(o.shape) for o in out_flat]
-
-        def local(xl, pl):
-            return tuple(jax.tree.leaves(fn(xl, pl, axis=axis)))
-
-        out = partition(local, _leaf_names(layout, x, p), names_out, tree)(*flat)
-        return jax.tree.unflatten(out_tree, out)
+        return per_block(fn, x, p, axis=axis)
 
     @run.def_vmap
     def rule(axis_size, in_batched, x, p):
@@ -371,7 +385,6 @@ def _backward_call(fn: Callable, axis: int) -> Callable:
         gx_names = _leaf_names(layout, xf, {})
         gp_names = _leaf_names(layout, {}, p)
         names_out = gx_names + gp_names
-        reduce = [False] * len(gx_names) + [True] * len(gp_names)
 
         def local(xl, pl, ctl):
             xfl = {k: xl[k] for k in xf}
@@ -380,7 +393,8 @@ def _backward_call(fn: Callable, axis: int) -> Callable:
             gx, gp = vjp(ctl)
             return tuple(jax.tree.leaves(gx)) + tuple(jax.tree.leaves(gp))
 
-        out = partition(local, names_in, names_out, tree, reduce_outputs=reduce)(*flat)
+        # A parameter's gradient sums over the dims it is broadcast over: over the devices too.
+        out = partition(local, names_in, names_out, tree, reduce=True)(*flat)
         n = len(gx_names)
         gx = jax.tree.unflatten(jax.tree.structure(xf), out[:n])
         gp = jax.tree.unflatten(jax.tree.structure(p), out[n:])

@@ -11,6 +11,7 @@ With TRITON_INTERPRET=1 set before import, the same kernel source runs on the CP
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -102,14 +103,16 @@ def call(
         return list(_interpret(kernel, grid, args, out_shapes, constexprs))
     import jax_triton as jt
 
+    # 0.4.x names the outputs out_type= (out_shape= is deprecated there); 0.3.x knows only out_shape=.
+    out_kw = "out_type" if "out_type" in inspect.signature(jt.triton_call).parameters else "out_shape"
     outs = jt.triton_call(
         *args,
         kernel=kernel,
-        out_shape=list(out_shapes),
         grid=grid,
         num_warps=num_warps,
         num_stages=1,
         compute_capability=COMPUTE_CAPABILITY,
+        **{out_kw: list(out_shapes)},
         **constexprs,
     )
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
