@@ -18,7 +18,9 @@ from rlscan_jax._src import dispatch
 
 pytestmark = pytest.mark.gpu
 
-if dispatch.interpret_mode() or dispatch.triton_unavailable_reason() is not None:
+if dispatch.interpret_mode():
+    pytest.skip("needs a CUDA GPU with jax-triton, not the Triton interpreter", allow_module_level=True)
+if dispatch.triton_unavailable_reason() is not None:
     pytest.skip(f"needs a CUDA GPU with jax-triton: {dispatch.triton_unavailable_reason()}", allow_module_level=True)
 
 # (T, batch): short horizons with many rows, medium, and long rows split across programs.

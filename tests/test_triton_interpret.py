@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import test_numerics
 
 pytestmark = pytest.mark.triton_interpret
 
@@ -190,3 +191,14 @@ def test_inside_scan_and_jit_without_recompiling():
     cases.assert_close(got, want, np.float32)
     f(jnp.float32(0.7))
     assert f._cache_size() == 1
+
+
+@pytest.mark.parametrize(("op", "mode", "name", "episode"), test_numerics.poison_cases())
+def test_nan_stays_in_its_episode_and_row(op, mode, name, episode):
+    """The kernels select at boundaries: a NaN in one episode of one row reaches nothing else."""
+    test_numerics.test_nan_and_inf_stay_in_their_episode_and_row(op, mode, name, episode, np.nan, "triton")
+
+
+@pytest.mark.parametrize("mode, name", [("fwd-init", "a"), ("fwd-init", "b"), ("rev-bcast", "initial")])
+def test_linear_scan_nan_stays_in_its_row(mode, name):
+    test_numerics.test_linear_scan_nan_stays_in_its_row(mode, name, np.nan, "triton")
