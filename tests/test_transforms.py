@@ -261,3 +261,16 @@ def test_inside_fori_loop(op, implementation):
     for i in range(5):
         expected = jax.tree.map(jnp.add, expected, run(inp, implementation, arrays, {**static, name: i / 4.0}))
     chex.assert_trees_all_close(got, expected, **CLOSE)
+
+
+@pytest.mark.parametrize("op", ["vtrace", "retrace"])
+def test_new_clip_thresholds_do_not_recompile(op, implementation):
+    """Clip thresholds are traced like γ: new values reuse the compiled program (None is a new one)."""
+    inp = build(op, MAIN_MODE[op], 57, (3,), 0)  # a length no other test uses
+    clips = ("rho_clip", "c_clip", "pg_rho_clip") if op == "vtrace" else ("c_clip",)
+    call(inp, implementation, dict(inp.args, **dict.fromkeys(clips, 1.0)))
+    size = core.evaluate._cache_size()
+    for value in (0.5, 2.0, 1e9):
+        out = call(inp, implementation, dict(inp.args, **dict.fromkeys(clips, value)))
+        assert all(np.isfinite(np.asarray(o)).all() for o in out)
+    assert core.evaluate._cache_size() == size
