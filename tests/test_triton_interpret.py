@@ -202,3 +202,12 @@ def test_nan_stays_in_its_episode_and_row(op, mode, name, episode):
 @pytest.mark.parametrize("mode, name", [("fwd-init", "a"), ("fwd-init", "b"), ("rev-bcast", "initial")])
 def test_linear_scan_nan_stays_in_its_row(mode, name):
     test_numerics.test_linear_scan_nan_stays_in_its_row(mode, name, np.nan, "triton")
+
+
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_empty_batch(op):
+    """A batch axis of size 0 launches nothing and returns empty outputs of the right shape."""
+    case = _case(op, cases.MAIN_MODE[op], 5, (0,), 0)
+    inp = case.build()
+    for got, want in zip(cases.call(inp, "triton"), cases.call(inp, "associative"), strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype

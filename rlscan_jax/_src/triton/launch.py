@@ -209,6 +209,8 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs; `flags` are its constexprs besides the layout ones.
     """
+    if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
+        return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps, **flags)
