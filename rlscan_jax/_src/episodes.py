@@ -21,6 +21,8 @@ NEXT_VALUES = "next_values"  # next_values is a required argument; bootstrap_val
 
 @dataclasses.dataclass(frozen=True)
 class Episodes:
+    """Validated inputs: the arrays by name, the time axis, the per-step shape, the output dtype."""
+
     x: dict
     axis: int
     step_shape: tuple[int, ...]

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from rlscan_jax._src import checks
+from rlscan_jax._src.episodes import Episodes
 
 
-@dataclasses.dataclass(frozen=True)
-class Traced:
-    x: dict
-    axis: int
-    step_shape: tuple[int, ...]
-    out_dtype: object
-
-
-def validate(inputs, done, initial, time_axis) -> Traced:
+def validate(inputs, done, initial, time_axis) -> Episodes:
     """`inputs` is [T, *B, *F]; `done` is [T, *B] (its shape is the per-step shape) or None."""
     inputs = checks.float_array(inputs, "inputs")
     if inputs.ndim == 0:
@@ -37,4 +28,4 @@ def validate(inputs, done, initial, time_axis) -> Traced:
     if initial is not None:
         initial = checks.boundary(initial, "initial", edge_shape)
     x = {"inputs": inputs, "done": done, "initial": initial}
-    return Traced(x=x, axis=axis, step_shape=step_shape, out_dtype=checks.result_dtype([inputs, initial]))
+    return Episodes(x=x, axis=axis, step_shape=step_shape, out_dtype=checks.result_dtype([inputs, initial]))
