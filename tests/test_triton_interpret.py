@@ -9,6 +9,7 @@ without a GPU. Shapes are small: the interpreter costs tens of microseconds per 
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import cases
@@ -31,9 +32,15 @@ def interpreter():
     yield
 
 
-@pytest.fixture
-def tiny_blocks(monkeypatch):
-    """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments."""
+SPLITS = ["lookback", "three-launch"]
+
+
+@contextlib.contextmanager
+def _tiny_blocks(monkeypatch, split):
+    """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments.
+
+    Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan.
+    """
     from rlscan_jax._src.triton import batching, launch, ops
 
     def clear():
@@ -42,11 +49,19 @@ def tiny_blocks(monkeypatch):
         ops._op.cache_clear()
 
     clear()
-    monkeypatch.setattr(launch, "BLOCK_ELEMS", 8)
-    monkeypatch.setattr(launch, "MIN_ROWS_TIME_MAJOR", 2)
-    monkeypatch.setattr(launch, "MAX_BT", 4)
-    yield
+    with monkeypatch.context() as m:
+        m.setattr(launch, "BLOCK_ELEMS", 8)
+        m.setattr(launch, "MIN_ROWS_TIME_MAJOR", 2)
+        m.setattr(launch, "MAX_BT", 4)
+        m.setattr(launch, "LOOKBACK_ELEMS", 4096 if split == "lookback" else 0)
+        yield
     clear()
+
+
+@pytest.fixture(params=SPLITS)
+def tiny_blocks(monkeypatch, request):
+    with _tiny_blocks(monkeypatch, request.param):
+        yield
 
 
 def _case(op, mode, T, batch, axis):
@@ -116,12 +131,17 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("split", [False, True], ids=["one-pass", "split"])
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
 @pytest.mark.parametrize("case", GRAD_CASES, ids=str)
-def test_gradients_match_reference(case, split, request):
+def test_gradients_match_reference(case, split, monkeypatch):
     """Gradients w.r.t. every floating input, gamma and lambda_ as traced scalars included."""
-    if split:
-        request.getfixturevalue("tiny_blocks")
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        _check_gradients(case)
+
+
+def _check_gradients(case):
     spec = cases.OPS[case.op]
     inp = cases.build(case.op, case.mode, case.T, case.batch, case.axis, gamma=None, lambda_=None)
     args = dict(inp.args)

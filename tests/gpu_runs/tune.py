@@ -2,8 +2,9 @@
 
 Usage: python tests/gpu_runs/tune.py OUT.json [ops]
 For each shape and configuration (BLOCK_ELEMS, ELEMS_PER_THREAD, MIN_ROWS_TIME_MAJOR,
-TARGET_PROGRAMS), the op's forward is compiled, checked against the associative reference,
-and timed from the profiler trace (kernel time only). Prints the best configuration per shape.
+TARGET_PROGRAMS, LOOKBACK_ELEMS), the op's forward is compiled, checked against the associative
+reference, and timed from the profiler trace (kernel time only, all launches of a call).
+Prints the best configuration per shape. The first configuration is the shipped one.
 """
 
 import json
@@ -31,13 +32,14 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((1 << 20,), 0),
 ]
 CONFIGS = [
-    (1024, 4, 32, 528),
-    (2048, 8, 32, 528),
-    (4096, 8, 32, 1056),
-    (2048, 4, 64, 1056),
-    (1024, 8, 16, 2112),
-    (4096, 16, 32, 528),
-    (2048, 4, 32, 2112),
+    (2048, 8, 32, 528, 4096),
+    (2048, 8, 32, 528, 0),  # the three-launch split only (the previous kernels)
+    (1024, 4, 32, 528, 4096),
+    (4096, 16, 32, 528, 4096),
+    (4096, 8, 128, 528, 8192),
+    (8192, 16, 256, 528, 16384),
+    (4096, 16, 512, 528, 16384),
+    (2048, 4, 64, 528, 16384),
 ]
 
 
@@ -64,7 +66,13 @@ def make(op, shape, axis, impl):
 
 
 def configure(cfg):
-    launch.BLOCK_ELEMS, launch.ELEMS_PER_THREAD, launch.MIN_ROWS_TIME_MAJOR, launch.TARGET_PROGRAMS = cfg
+    (
+        launch.BLOCK_ELEMS,
+        launch.ELEMS_PER_THREAD,
+        launch.MIN_ROWS_TIME_MAJOR,
+        launch.TARGET_PROGRAMS,
+        launch.LOOKBACK_ELEMS,
+    ) = cfg
     jax.clear_caches()
     batching.launcher.cache_clear()
     ops._op.cache_clear()

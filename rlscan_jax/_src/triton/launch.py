@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -96,25 +97,35 @@ def call(
     args: Sequence,
     out_shapes: Sequence[jax.ShapeDtypeStruct],
     num_warps: int = 4,
+    zeroed: Sequence[int] = (),
     **constexprs,
 ) -> list[jax.Array]:
-    """Runs `kernel` on `grid` with inputs and scalars `args`, returning the outputs."""
+    """Runs `kernel` on `grid` with inputs and scalars `args`, returning the outputs.
+
+    The outputs numbered in `zeroed` are zero when the kernel starts (the interpreter's always are).
+    """
     if dispatch.interpret_mode():
         return list(_interpret(kernel, grid, args, out_shapes, constexprs))
     import jax_triton as jt
 
     # 0.4.x names the outputs out_type= (out_shape= is deprecated there); 0.3.x knows only out_shape=.
     out_kw = "out_type" if "out_type" in inspect.signature(jt.triton_call).parameters else "out_shape"
-    outs = jt.triton_call(
-        *args,
-        kernel=kernel,
-        grid=grid,
-        num_warps=num_warps,
-        num_stages=1,
-        compute_capability=COMPUTE_CAPABILITY,
-        **{out_kw: list(out_shapes)},
-        **constexprs,
-    )
+    extra = {out_kw: list(out_shapes)}
+    if zeroed:
+        extra["zeroed_outputs"] = tuple(zeroed)
+    with warnings.catch_warnings():
+        # 0.4.x deprecates zeroed_outputs in favour of Ref arguments, which 0.3.x does not have.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        outs = jt.triton_call(
+            *args,
+            kernel=kernel,
+            grid=grid,
+            num_warps=num_warps,
+            num_stages=1,
+            compute_capability=COMPUTE_CAPABILITY,
+            **extra,
+            **constexprs,
+        )
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
 
@@ -138,6 +149,10 @@ ELEMS_PER_THREAD = 8
 MIN_ROWS_TIME_MAJOR = 32
 MAX_BT = 1024
 TARGET_PROGRAMS = 528
+# Rows with several chunks are split one chunk per program with PHASE 3's look-back when the
+# fold over a row block's chunk composites, [next_pow2(chunks), BB], has at most this many
+# elements (0: never; the three-launch split then serves every long row).
+LOOKBACK_ELEMS = 4096
 
 
 class Geometry(NamedTuple):
@@ -168,6 +183,7 @@ class Plan(NamedTuple):
     cps: int  # chunks per segment
     big: bool  # int64 offsets
     num_warps: int
+    lookback: bool  # one launch, one chunk per program (PHASE 3)
 
 
 def plan(g: Geometry) -> Plan:
@@ -182,14 +198,16 @@ def plan(g: Geometry) -> Plan:
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     row_blocks = cdiv(N, BB)
+    big = g.outer * T * g.inner + g.inner * BT >= 2**31 - 1
+    num_warps = min(8, max(1, BT * BB // (32 * ELEMS_PER_THREAD)))
+    if chunks > 1 and next_pow2(chunks) * BB <= LOOKBACK_ELEMS:
+        return Plan(BT, BB, row_blocks, chunks, 1, big, num_warps, True)
     nseg = 1
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
     nseg = cdiv(chunks, cps)
-    big = g.outer * T * g.inner + g.inner * BT >= 2**31 - 1
-    num_warps = min(8, max(1, BT * BB // (32 * ELEMS_PER_THREAD)))
-    return Plan(BT, BB, row_blocks, nseg, cps, big, num_warps)
+    return Plan(BT, BB, row_blocks, nseg, cps, big, num_warps, False)
 
 
 def scan_call(
@@ -207,7 +225,8 @@ def scan_call(
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
 
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
-    the two segment-summary outputs; `flags` are its constexprs besides the layout ones.
+    the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
+    are its constexprs besides the layout ones.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -216,26 +235,40 @@ def scan_call(
     meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
+    acc = jnp.float64 if f64 else jnp.float32
+    if p.lookback:
+        tiles = p.row_blocks * p.nseg
+        outs = call(
+            kernel,
+            grid=(tiles, 1),
+            args=[*inputs, inputs[0], *sizes],
+            out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
+            zeroed=(len(outputs) + 2,),
+            PHASE=3,
+            KP=next_pow2(p.nseg),
+            **meta,
+        )
+        return outs[: len(outputs)]
+    meta["KP"] = 1
     if p.nseg == 1:
         outs = call(
             kernel,
             grid=(p.row_blocks, 1),
             args=[*inputs, inputs[0], *sizes],
-            out_shapes=[*outputs, *[placeholder()] * 2],
+            out_shapes=[*outputs, *[placeholder()] * 3],
             PHASE=0,
             **meta,
         )
         return outs[: len(outputs)]
-    acc = jnp.float64 if f64 else jnp.float32
     seg = (p.nseg * g.N,)
     summary = call(
         kernel,
         grid=(p.row_blocks, p.nseg),
         args=[*inputs, inputs[0], *sizes],
-        out_shapes=[*holes, out(seg, acc), out(seg, acc)],
+        out_shapes=[*holes, out(seg, acc), out(seg, acc), placeholder()],
         PHASE=1,
         **meta,
-    )[len(outputs) :]
+    )[len(outputs) : len(outputs) + 2]
     from rlscan_jax._src.triton.kernels.common import carry_kernel
 
     bb = min(next_pow2(g.N), 256)
@@ -253,7 +286,7 @@ def scan_call(
         kernel,
         grid=(p.row_blocks, p.nseg),
         args=[*inputs, cin, *sizes],
-        out_shapes=[*outputs, *[placeholder()] * 2],
+        out_shapes=[*outputs, *[placeholder()] * 3],
         PHASE=2,
         **meta,
     )

@@ -9,9 +9,16 @@ N = OUTER·INNER) and works on register blocks [BT, BB] of BT time steps × BB r
 
 A row's time axis is split into chunks of BT steps; a program walks the chunks of one
 segment in scan order, carrying the state between them. With one segment per row (PHASE 0)
-that is the whole scan. For long rows, the row is split into segments scanned in parallel:
-PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
-segment's incoming carry, and PHASE 2 rescans each segment from that carry.
+that is the whole scan. Long rows are split into segments scanned in parallel, in one of two
+ways:
+- PHASE 3 (one launch, inputs read once): one chunk per program. Programs take tickets in scan
+  order, publish their chunk's composite (A, B) with a flag, wait until every earlier chunk of
+  their rows has published, and fold those composites in a fixed order (so the result does
+  not depend on timing: bitwise deterministic). A program waits only on tickets taken before
+  its own, by programs already running, so the wait always ends.
+- PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
+  segment's incoming carry, and PHASE 2 rescans each segment from that carry (three launches;
+  used where a row has too many chunks for PHASE 3's fold).
 
 The carry entering a segment maps to the state h at each position as
     h_t = A_t + B_t · carry
@@ -37,6 +44,22 @@ def combine(a1, b1, a2, b2):
 def combine_next(h1, s1, k1, h2, s2, k2):
     """A shift as a scan: the result at t holds (h_t, h at the next position processed before t)."""
     return h2, tl.where(k2, s2, h1), k1 | True
+
+
+@triton.jit
+def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
+    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
+    if PHASE == 3:
+        nseg = tl.cdiv(T, BT)
+        ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
+        i_b = ticket // nseg
+        k = ticket % nseg
+        if REVERSE:
+            return i_b, nseg - 1 - k
+        else:
+            return i_b, k
+    else:
+        return tl.program_id(0), tl.program_id(1)
 
 
 @triton.jit
@@ -97,8 +120,8 @@ def edge(o_t, o_n, t):
 
 
 @triton.jit
-def load(p, off, m, F64: tl.constexpr):
-    x = tl.load(p + off, mask=m, other=0.0)
+def load(p, off, m, F64: tl.constexpr, volatile: tl.constexpr = False):
+    x = tl.load(p + off, mask=m, other=0.0, volatile=volatile)
     if F64:
         return x.to(tl.float64)
     else:
@@ -168,6 +191,67 @@ def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
         b_e = row(B, o_t, t_exit)
         cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
     return row(h, o_t, t_exit), cb
+
+
+@triton.jit
+def lookback(
+    A,
+    B,
+    o_t,
+    o_n,
+    N,
+    T,
+    i_b,
+    i_s,
+    p_agg_a,
+    p_agg_b,
+    p_sync,
+    p_init,
+    HAS_INITIAL: tl.constexpr,
+    REVERSE: tl.constexpr,
+    F64: tl.constexpr,
+    BT: tl.constexpr,
+    KP: tl.constexpr,
+):
+    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
+
+    Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
+    flag (release); waits for the flags of the chunks before it in scan order; folds their
+    composites in scan order and applies the fold to the window's initial carry.
+    """
+    BB: tl.constexpr = A.shape[1]
+    nseg = tl.cdiv(T, BT)
+    base = i_b.to(tl.int64) * nseg
+    o_r = tl.arange(0, BB)
+    t_exit = exit_time(i_s, BT, REVERSE)
+    tl.store(p_agg_a + (base + i_s) * BB + o_r, row(A, o_t, t_exit).to(p_agg_a.dtype.element_ty))
+    tl.store(p_agg_b + (base + i_s) * BB + o_r, row(B, o_t, t_exit).to(p_agg_b.dtype.element_ty))
+    tl.debug_barrier()  # every thread's composite is written before the flag goes up
+    tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
+    o_k = tl.arange(0, KP)
+    if REVERSE:
+        before = (o_k > i_s) & (o_k < nseg)
+        last = i_s + 1
+    else:
+        before = o_k < i_s
+        last = i_s - 1
+    p_flags = p_sync + 1 + base + o_k
+    flags = tl.load(p_flags, mask=before, other=1, volatile=True)
+    while tl.min(flags, axis=0) == 0:
+        flags = tl.load(p_flags, mask=before, other=1, volatile=True)
+    tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
+    m = before[:, None] & (o_r >= 0)[None, :]
+    off = (base + o_k)[:, None] * BB + o_r[None, :]
+    # volatile: read through to L2 (a line cached in L1 may predate the flag)
+    a = load(p_agg_a, off, m, F64, volatile=True)
+    b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
+    fa, fb = tl.associative_scan((a, b), 0, combine, reverse=REVERSE)
+    fa = row(fa, o_k, last)
+    fb = tl.where((last >= 0) & (last < nseg), row(fb, o_k, last), 1.0)
+    x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
+    if HAS_INITIAL:
+        x = load(p_init, o_n, o_n < N, F64)
+    return fa + tl.where(fb == 0.0, 0.0, fb * x)
 
 
 @triton.jit

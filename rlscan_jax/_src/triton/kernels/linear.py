@@ -32,6 +32,7 @@ def linear_kernel(
     p_h,
     p_sh,
     p_sb,
+    p_sync,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -48,10 +49,10 @@ def linear_kernel(
     SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
+    KP: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
-    i_b = tl.program_id(0)
-    i_s = tl.program_id(1)
+    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
     for k in range(CPS):
@@ -76,10 +77,14 @@ def linear_kernel(
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
         A, B = common.scan(b_x, b_b, reset, m, REVERSE)
+        if PHASE == 3:
+            ch = common.lookback(
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP
+            )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_h, off, h, m)
-        if not SINGLE:
+        if not SINGLE and PHASE != 3:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

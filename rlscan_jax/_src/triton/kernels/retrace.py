@@ -25,6 +25,7 @@ def retrace_kernel(
     p_g,
     p_sh,
     p_sb,
+    p_sync,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -37,9 +38,9 @@ def retrace_kernel(
     SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
+    KP: tl.constexpr,
 ):
-    i_b = tl.program_id(0)
-    i_s = tl.program_id(1)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
@@ -65,10 +66,12 @@ def retrace_kernel(
             done = done | common.load_flag(p_trunc, off, m)
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
         A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True)
+        if PHASE == 3:
+            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
-        if not SINGLE:
+        if not SINGLE and PHASE != 3:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

@@ -28,6 +28,7 @@ def returns_kernel(
     p_g,
     p_sh,
     p_sb,
+    p_sync,
     LAYOUT: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
@@ -43,14 +44,14 @@ def returns_kernel(
     SINGLE: tl.constexpr,
     BT: tl.constexpr,
     BB: tl.constexpr,
+    KP: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
     v'_t comes from next_values (HAS_NEXT), else from values[t+1] (HAS_VALUES, λ-returns only)
     and bootstrap_value at T-1 (HAS_BOOT; a zero bootstrap without it).
     """
-    i_b = tl.program_id(0)
-    i_s = tl.program_id(1)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
@@ -84,10 +85,12 @@ def returns_kernel(
             b_b = b_g
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
         A, B = common.scan(a, b_b, done, m, True)
+        if PHASE == 3:
+            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
-        if not SINGLE:
+        if not SINGLE and PHASE != 3:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)
