@@ -208,3 +208,39 @@ def test_targets_on_made_up_records():
     assert results["in-jit ≤ 1.5× device time at N·T ≥ 2^22"] == "MET"
     frac, device = report.fraction(records[0])
     assert device and frac == pytest.approx(0.85)
+
+
+def test_ppo_update_quick(tmp_path):
+    pytest.importorskip("gymnax")
+    pytest.importorskip("optax")
+    from benchmarks import ppo_update
+
+    out = tmp_path / "ppo.json"
+    assert ppo_update.main(["--quick", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    head, records = data[0], data[1:]
+    assert head["record"] == "header" and head["benchmark"] == "ppo_update"
+    assert all(r["record"] == "result" for r in records)
+    for field in ("device", "platform", "jax", "jaxlib", "date", "config", "dispatch_us"):
+        assert field in head, field
+    assert head["config"]["env_name"] == "CartPole-v1"
+    assert {(r["num_envs"], r["implementation"]) for r in records} == {(32, "associative"), (32, "sequential")}
+    by_impl = {r["implementation"]: r for r in records}
+    for r in records:
+        assert r["status"] == "ok", r
+        assert r["gae_max_err"] <= ppo_update.TOLERANCE
+        assert np.isfinite(r["total_loss"])
+        for name in ("update_ms", "gae_ms"):
+            lo, med, hi = r[f"{name}_min"], r[name], r[f"{name}_max"]
+            assert all(np.isfinite(x) and x > 0 for x in (lo, med, hi)), r
+            assert lo <= med <= hi
+        assert 0 < r["gae_share"] <= 1
+        assert r["gae_share"] == pytest.approx(r["gae_ms"] / r["update_ms"], rel=1e-3)
+        for base in ("sequential", "associative"):
+            expected = by_impl[base]["update_ms"] / r["update_ms"]
+            assert r[f"update_speedup_vs_{base}"] == pytest.approx(expected, rel=1e-3)
+        if jax.default_backend() == "gpu":
+            assert 0 < r["gae_share_device"] <= 1
+        else:
+            assert r["update_device_ms"] is None  # not profiled
+    assert "| envs×steps | implementation |" in (tmp_path / "ppo.md").read_text()
