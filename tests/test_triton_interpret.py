@@ -33,6 +33,15 @@ def interpreter():
 
 
 SPLITS = ["lookback", "three-launch"]
+TINY = dict(
+    BLOCK_ELEMS=8,
+    SPLIT_BLOCK_ELEMS=8,
+    MAX_BT=4,
+    MAX_BT_TIME_MAJOR=4,
+    MIN_ROWS_TIME_MAJOR=2,
+    SPLIT_ROWS_BATCH_MAJOR=2,
+    SPLIT_BT_TIME_MAJOR=4,
+)
 
 
 @contextlib.contextmanager
@@ -50,10 +59,9 @@ def _tiny_blocks(monkeypatch, split):
 
     clear()
     with monkeypatch.context() as m:
-        m.setattr(launch, "BLOCK_ELEMS", 8)
-        m.setattr(launch, "MIN_ROWS_TIME_MAJOR", 2)
-        m.setattr(launch, "MAX_BT", 4)
-        m.setattr(launch, "LOOKBACK_ELEMS", 4096 if split == "lookback" else 0)
+        for name, value in TINY.items():
+            m.setattr(launch, name, value)
+        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
         yield
     clear()
 

@@ -3,7 +3,8 @@
 `record()` traces every public op (forward and gradient; one-pass and split rows; both
 layouts; float32 and bfloat16 inputs; flags as bool and as int8) with `launch.call` replaced
 by a recorder, and returns one variant per distinct (kernel, constexpr flags), plus the bfloat16 ones. The compile
-test builds each for sm_90; the GPU sanitizer sweep runs each under compute-sanitizer.
+test builds each for sm_90; the GPU sanitizer sweep (gpu_runs/sanitize_driver.py) executes the
+same `calls()` through `functions()` and keys each launch with `variant()` and `key()`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ def _type(a) -> str:
     return "*" + _TYPES[jnp.dtype(a.dtype).name]
 
 
+def variant(kernel, args, out_shapes, num_warps: int, constexprs: dict) -> Variant:
+    """The variant of one `launch.call(kernel, args=..., out_shapes=..., num_warps=..., **constexprs)`."""
+    types = tuple(_type(a) for a in args) + tuple(_type(o) for o in out_shapes)
+    return Variant(kernel, types, tuple(sorted(constexprs.items())), num_warps)
+
+
+def key(v: Variant) -> tuple | None:
+    """What `record()` keeps one variant per: (kernel, constexpr flags but block sizes, 16-bit inputs).
+
+    None for a 16-bit split-row phase: 16-bit inputs are kept for one-pass kernels only.
+    """
+    half = "*bf16" in v.types
+    if half and dict(v.constexprs).get("PHASE", 0) != 0:
+        return None
+    flags = tuple((k, x) for k, x in v.constexprs if k not in ("BT", "BB"))
+    return (v.kernel.fn.__name__, flags, half)
+
+
 @contextlib.contextmanager
 def _recording(found: dict):
     from rlscan_jax._src import dispatch
@@ -56,14 +75,11 @@ def _recording(found: dict):
 
     # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
 
-    def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, **constexprs):
-        types = tuple(_type(a) for a in args) + tuple(_type(o) for o in out_shapes)
-        v = Variant(kernel, types, tuple(sorted(constexprs.items())), num_warps)
-        # One variant per flag combination (block sizes aside); 16-bit inputs for one-pass kernels.
-        half = "*bf16" in types
-        if not half or constexprs.get("PHASE", 0) == 0:
-            flags = tuple((k, x) for k, x in v.constexprs if k not in ("BT", "BB"))
-            found.setdefault((kernel.fn.__name__, flags, half), v)
+    def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
+        v = variant(kernel, args, out_shapes, num_warps, constexprs)
+        k = key(v)
+        if k is not None:
+            found.setdefault(k, v)
         return [jnp.zeros(s.shape, s.dtype) for s in out_shapes]
 
     def clear():
@@ -87,38 +103,59 @@ def _recording(found: dict):
         clear()
 
 
-def _trace(inp, dtype_flags):
-    args = dict(inp.args)
-    for k in cases.FLAGS:
-        if args.get(k) is not None:
-            args[k] = np.asarray(args[k]).astype(dtype_flags)
-    jax.eval_shape(lambda: cases.call(inp, "triton", args))
+# (T, batch, time_axis): one pass time-major, one pass batch-major, split rows with the look-back
+# (both layouts), general layout, split rows in three launches (too many chunks for the look-back).
+LAYOUTS = ((16, (64,), 0), (16, (64,), -1), (4096, (2,), 0), (4096, (2,), -1), (8, (2, 3), 1), (16384, (32,), 0))
+
+
+def calls() -> list[tuple[cases.Inputs, dict]]:
+    """The calls `record()` traces, in order: (inputs, arguments with the flags cast).
+
+    Every op × mode × layout, in float32 with bool flags and in bfloat16 with int8 flags.
+    """
+    out = []
+    for op, spec in cases.OPS.items():
+        for mode in spec.modes:
+            for T, batch, axis in LAYOUTS:
+                for dtype, flag_dtype in ((np.float32, np.bool_), (jnp.bfloat16, np.int8)):
+                    g = 0.9 if spec.has_gamma else None
+                    lam = 0.9 if spec.has_lambda else None
+                    inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=g, lambda_=lam)
+                    args = dict(inp.args)
+                    for k in cases.FLAGS:
+                        if args.get(k) is not None:
+                            args[k] = np.asarray(args[k]).astype(flag_dtype)
+                    out.append((inp, args))
+    return out
+
+
+def functions(inp: cases.Inputs, args: dict, implementation: str):
+    """(arrays, forward, grad): the call and the gradient of the sum of its outputs.
+
+    `forward(arrays)` returns the outputs and `grad(arrays)` the gradients with respect to the
+    floating arrays (`inp.float_names()`), as functions of the array arguments `arrays`; the
+    other arguments (floats, None, `reverse`) stay fixed.
+    """
+    arrays = {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
     names = inp.float_names()
 
-    def loss(*floats):
-        a = dict(args)
-        a.update(zip(names, floats))
-        return sum(jnp.sum(o.astype(jnp.float32)) for o in cases.call(inp, "triton", a))
+    def forward(arrays):
+        return cases.call(inp, implementation, {**args, **arrays})
 
-    jax.eval_shape(jax.grad(loss, argnums=tuple(range(len(names)))), *[jnp.asarray(args[k]) for k in names])
+    def loss(floats, arrays):
+        return sum(jnp.sum(o.astype(jnp.float32)) for o in forward({**arrays, **floats}))
+
+    def grad(arrays):
+        return jax.grad(loss)({k: arrays[k] for k in names}, arrays)
+
+    return arrays, forward, grad
 
 
 def record() -> list[Variant]:
     found: dict[tuple, Variant] = {}
     with _recording(found):
-        for op, spec in cases.OPS.items():
-            for mode in spec.modes:
-                # (T, batch, axis): one pass time-major, one pass batch-major, split rows, general layout.
-                for T, batch, axis in (
-                    (16, (64,), 0),
-                    (16, (64,), -1),
-                    (4096, (2,), 0),
-                    (4096, (2,), -1),
-                    (8, (2, 3), 1),
-                ):
-                    for dtype in (np.float32, jnp.bfloat16):
-                        g = 0.9 if spec.has_gamma else None
-                        lam = 0.9 if spec.has_lambda else None
-                        inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=g, lambda_=lam)
-                        _trace(inp, np.bool_ if dtype == np.float32 else np.int8)
+        for inp, args in calls():
+            arrays, forward, grad = functions(inp, args, "triton")
+            jax.eval_shape(forward, arrays)
+            jax.eval_shape(grad, arrays)
     return list(found.values())

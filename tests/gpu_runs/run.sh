@@ -2,7 +2,7 @@
 # The GPU test run on the lent H200 (see ../../README.md, "Testing on a GPU").
 # Usage, from the repository root on the GPU machine: bash tests/gpu_runs/run.sh OUTDIR [pytest args...]
 # Installs carried wheels (jax-triton) from .whl/ if present, runs the gpu-marked tests and the
-# CPU suite with "triton" added to the implementations, and writes OUTDIR/summary.json.
+# CPU suite's tests of "triton" (conftest adds it on a GPU), and writes OUTDIR/summary.json.
 set -u
 out=${1:?usage: run.sh OUTDIR [pytest args]}
 shift
@@ -15,6 +15,9 @@ else
 fi
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi -L
-python3 -m pytest -q -p no:cacheprovider -n 4 -m "gpu or not (triton_interpret or slow)" \
+# The kernels' tests: test_gpu.py and every test of the CPU grid parametrized with "triton"
+# (the CPU suite's other implementations are CI's). SIGINT at the limit still writes the XML.
+timeout -s INT "${LIMIT:-540}" python3 -m pytest -q -p no:cacheprovider -n "${WORKERS:-8}" \
+  -m "gpu or not (triton_interpret or slow)" -k "${SELECT:-gpu or triton}" \
   --junitxml="$out/junit.xml" "$@" tests 2>&1 | tee "$out/pytest.log" | grep -E "passed|failed|error|FAILED|ERROR" | tail -40
 python3 tests/gpu_runs/summarize.py "$out/junit.xml" "$out/summary.json"

@@ -2,6 +2,7 @@
 
 import datetime
 import json
+import os
 import platform
 import sys
 import xml.etree.ElementTree as ET
@@ -37,6 +38,7 @@ def main(junit: str, out: str) -> None:
         "device": str(jax.devices()[0].device_kind),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(),
+        "commit": os.environ.get("RLSCAN_COMMIT"),  # set by the caller: the device copy has no .git
         "versions": {n: _version(n) for n in ("jax", "jaxlib", "triton", "jax-triton", "numpy", "chex")},
         "tests": counts["tests"],
         "passed": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],

@@ -1,8 +1,8 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
 Usage: python tests/gpu_runs/tune.py OUT.json [ops]
-For each shape and configuration (BLOCK_ELEMS, ELEMS_PER_THREAD, MIN_ROWS_TIME_MAJOR,
-TARGET_PROGRAMS, LOOKBACK_ELEMS), the op's forward is compiled, checked against the associative
+For each shape and configuration (overrides of the launch constants in
+rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
 Prints the best configuration per shape. The first configuration is the shipped one.
 """
@@ -31,16 +31,19 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((8, 131072), 1),
     ((1 << 20,), 0),
 ]
-CONFIGS = [
-    (2048, 8, 32, 528, 4096),
-    (2048, 8, 32, 528, 0),  # the three-launch split only (the previous kernels)
-    (1024, 4, 32, 528, 4096),
-    (4096, 16, 32, 528, 4096),
-    (4096, 8, 128, 528, 8192),
-    (8192, 16, 256, 528, 16384),
-    (4096, 16, 512, 528, 16384),
-    (2048, 4, 64, 528, 16384),
+CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
+    {},
+    {"LOOKBACK_FOLD": 0},  # the three-launch split only
+    {"LOOKBACK_FOLD": 1000},  # the look-back wherever a row splits
+    {"BLOCK_ELEMS": 2048},
+    {"BLOCK_ELEMS": 512},
+    {"SPLIT_BLOCK_ELEMS": 2048},
+    {"SPLIT_BT_TIME_MAJOR": 128, "MAX_BT_TIME_MAJOR": 256},
+    {"THREADS_PER_ELEM": 1 / 8},
 ]
+
+
+SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
 
 
 def make(op, shape, axis, impl):
@@ -66,13 +69,8 @@ def make(op, shape, axis, impl):
 
 
 def configure(cfg):
-    (
-        launch.BLOCK_ELEMS,
-        launch.ELEMS_PER_THREAD,
-        launch.MIN_ROWS_TIME_MAJOR,
-        launch.TARGET_PROGRAMS,
-        launch.LOOKBACK_ELEMS,
-    ) = cfg
+    for name, value in {**SHIPPED, **cfg}.items():
+        setattr(launch, name, value)
     jax.clear_caches()
     batching.launcher.cache_clear()
     ops._op.cache_clear()
@@ -98,7 +96,11 @@ def main(out, ops_=("gae",)):
                 p = launch.plan(g)
                 if p in seen:
                     continue
-                fn, _ = make(op, shape, axis, "triton")
+                try:
+                    fn, _ = make(op, shape, axis, "triton")
+                except Exception as e:  # a compiler failure is a result too
+                    print(f"{op} {shape} ax{axis} {cfg}: FAILED {type(e).__name__}: {str(e)[:200]}", flush=True)
+                    continue
                 got = jax.tree.leaves(fn())
                 err = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(got, ref))
                 seen[p] = (cfg, err)
@@ -115,6 +117,8 @@ def main(out, ops_=("gae",)):
                     )
                 )
             records += shape_recs
+            for r in shape_recs:
+                print(f"    {r['cfg']} {r['plan']} {r['us']:.1f}us err {r['err']:.1e}", flush=True)
             ok = [r for r in shape_recs if r["err"] < 1e-3]
             best = min(ok, key=lambda r: r["us"])
             print(
@@ -123,8 +127,8 @@ def main(out, ops_=("gae",)):
                 f"bad {len(shape_recs) - len(ok)}",
                 flush=True,
             )
-    with open(out, "w") as f:
-        json.dump({"copy_bw_gbps": bw, "records": records}, f)
+            with open(out, "w") as f:  # after every shape: a run cut short keeps what it measured
+                json.dump({"copy_bw_gbps": bw, "records": records}, f)
 
 
 if __name__ == "__main__":

@@ -142,17 +142,27 @@ def next_pow2(x: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, x))))
 
 
-# Elements of one [BT, BB] register block, elements per thread, the fewest rows a time-major
-# block reads (coalescing), the longest chunk, and the programs that keep an H200's 132 SMs busy.
-BLOCK_ELEMS = 2048
-ELEMS_PER_THREAD = 8
-MIN_ROWS_TIME_MAJOR = 32
+# Launch geometry, chosen by measurement on an H200 (tests/gpu_runs/tune.py; the results and
+# the choice are in tests/gpu_runs/tune_h200.md). A program scans a [BT, BB] block:
+# - rows that fit one block (T <= MAX_BT batch-major, T <= MAX_BT_TIME_MAJOR time-major) are
+#   scanned whole, several rows per program, BLOCK_ELEMS elements per block (at least
+#   MIN_ROWS_TIME_MAJOR rows time-major, for coalesced loads);
+# - longer rows are split one chunk per program (PHASE 3's look-back) in blocks of
+#   SPLIT_BLOCK_ELEMS: batch-major SPLIT_ROWS_BATCH_MAJOR rows, time-major up to
+#   MIN_ROWS_TIME_MAJOR rows and at least SPLIT_BT_TIME_MAJOR steps;
+# - where a row has more chunks than LOOKBACK_FOLD · BT (the look-back's fold would cost more
+#   than the block itself), the three-launch split runs instead, with BLOCK_ELEMS blocks,
+#   enough segments for TARGET_PROGRAMS programs.
+BLOCK_ELEMS = 1024
+SPLIT_BLOCK_ELEMS = 4096
 MAX_BT = 1024
+MAX_BT_TIME_MAJOR = 128
+MIN_ROWS_TIME_MAJOR = 32
+SPLIT_ROWS_BATCH_MAJOR = 4
+SPLIT_BT_TIME_MAJOR = 64
+LOOKBACK_FOLD = 0.5
 TARGET_PROGRAMS = 528
-# Rows with several chunks are split one chunk per program with PHASE 3's look-back when the
-# fold over a row block's chunk composites, [next_pow2(chunks), BB], has at most this many
-# elements (0: never; the three-launch split then serves every long row).
-LOOKBACK_ELEMS = 4096
+THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most 8 warps
 
 
 class Geometry(NamedTuple):
@@ -187,27 +197,40 @@ class Plan(NamedTuple):
 
 
 def plan(g: Geometry) -> Plan:
-    """Block sizes and the split of long rows, by layout and shape."""
+    """Block sizes and the split of long rows, by layout and shape (see the constants above)."""
     T, N = g.T, g.N
+    n2, t2 = next_pow2(N), next_pow2(T)
     if g.layout == 1:
-        BT = min(next_pow2(T), MAX_BT)
-        BB = min(next_pow2(N), max(1, BLOCK_ELEMS // BT))
+        if T <= MAX_BT:
+            BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
+        else:
+            BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
+            BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
+    elif T <= MAX_BT_TIME_MAJOR:
+        BT, BB = t2, min(n2, max(MIN_ROWS_TIME_MAJOR, BLOCK_ELEMS // t2))
     else:
-        BB = min(next_pow2(N), max(MIN_ROWS_TIME_MAJOR, BLOCK_ELEMS // next_pow2(T)))
-        BT = min(next_pow2(T), max(2, BLOCK_ELEMS // BB))
+        BB = min(n2, MIN_ROWS_TIME_MAJOR)
+        BT = SPLIT_BT_TIME_MAJOR if BB == MIN_ROWS_TIME_MAJOR else max(SPLIT_BT_TIME_MAJOR, SPLIT_BLOCK_ELEMS // BB)
+        BT = min(t2, BT)
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
+    if chunks > 1 and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
+        return _plan(g, BT, BB, chunks, 1, True)
+    if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
+        BT = min(BT, max(2, BLOCK_ELEMS // BB))
+        chunks = cdiv(T, BT)
     row_blocks = cdiv(N, BB)
-    big = g.outer * T * g.inner + g.inner * BT >= 2**31 - 1
-    num_warps = min(8, max(1, BT * BB // (32 * ELEMS_PER_THREAD)))
-    if chunks > 1 and next_pow2(chunks) * BB <= LOOKBACK_ELEMS:
-        return Plan(BT, BB, row_blocks, chunks, 1, big, num_warps, True)
     nseg = 1
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
-    nseg = cdiv(chunks, cps)
-    return Plan(BT, BB, row_blocks, nseg, cps, big, num_warps, False)
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False)
+
+
+def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
+    big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
+    num_warps = min(8, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+    return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
 def scan_call(

@@ -236,9 +236,11 @@ def lookback(
         before = o_k < i_s
         last = i_s - 1
     p_flags = p_sync + 1 + base + o_k
-    flags = tl.load(p_flags, mask=before, other=1, volatile=True)
-    while tl.min(flags, axis=0) == 0:
-        flags = tl.load(p_flags, mask=before, other=1, volatile=True)
+    # A scalar loop-carried count: triton 3.6 fails to compile a loop carrying the flag block.
+    need = tl.sum(before.to(tl.int32), axis=0)
+    seen = tl.sum(tl.load(p_flags, mask=before, other=0, volatile=True), axis=0)
+    while seen < need:
+        seen = tl.sum(tl.load(p_flags, mask=before, other=0, volatile=True), axis=0)
     tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
     m = before[:, None] & (o_r >= 0)[None, :]
     off = (base + o_k)[:, None] * BB + o_r[None, :]
