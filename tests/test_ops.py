@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import oracle
 import pytest
-import rlax
 from cases import MAIN_MODE, OP_NAMES, OPS, assert_close, build, call, call_oracle, long_grid, small_grid
 from conftest import enable_x64
 
@@ -166,6 +165,7 @@ def test_oracle_by_hand():
 
 def test_oracle_agrees_with_rlax():
     """rlax (no truncation, per-trajectory) is a second independent yardstick for the oracle."""
+    rlax = pytest.importorskip("rlax")  # in the test extra (CI has it); the GPU machine may not
     rng = np.random.default_rng(11)
     T = 20
     r = rng.normal(size=T)
