@@ -30,6 +30,8 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((131072, 8), 0),
     ((8, 131072), 1),
     ((1 << 20,), 0),
+    ((1024, 4096), 1),
+    ((512, 4096), 1),
 ]
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
@@ -40,6 +42,9 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"SPLIT_BLOCK_ELEMS": 2048},
     {"SPLIT_BT_TIME_MAJOR": 128, "MAX_BT_TIME_MAJOR": 256},
     {"THREADS_PER_ELEM": 1 / 8},
+    {"SPLIT_ROWS_BATCH_MAJOR": 1},  # batch-major long rows: one row per block
+    {"SPLIT_ROWS_BATCH_MAJOR": 16, "SPLIT_BLOCK_ELEMS": 8192},
+    {"MAX_BT": 4096},  # batch-major rows up to 4096 steps in one block
 ]
 
 
