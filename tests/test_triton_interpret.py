@@ -227,6 +227,17 @@ def test_nan_stays_in_its_episode_and_row(op, mode, name, episode):
     test_numerics.test_nan_and_inf_stay_in_their_episode_and_row(op, mode, name, episode, np.nan, "triton")
 
 
+MIDDLE_EPISODE = [c for c in test_numerics.poison_cases() if c.values[3] == 1]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize(("op", "mode", "name", "episode"), MIDDLE_EPISODE)
+def test_nan_stays_in_its_episode_across_chunks(op, mode, name, episode, split, monkeypatch):
+    """Rows split into chunks of 4 steps: the look-back's fold and the carries select too."""
+    with _tiny_blocks(monkeypatch, split):
+        test_numerics.test_nan_and_inf_stay_in_their_episode_and_row(op, mode, name, episode, np.nan, "triton")
+
+
 @pytest.mark.parametrize("mode, name", [("fwd-init", "a"), ("fwd-init", "b"), ("rev-bcast", "initial")])
 def test_linear_scan_nan_stays_in_its_row(mode, name):
     test_numerics.test_linear_scan_nan_stays_in_its_row(mode, name, np.nan, "triton")
