@@ -21,7 +21,44 @@ def test_every_op_has_variants():
     assert phases >= {0, 1, 2, 3}
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+# (BT, BB, KP) of the largest look-back folds the launch plan makes: batch-major single rows,
+# batch-major blocks of 4 rows, time-major blocks of 8 rows (triton 3.6.0 once failed to compile
+# the fold's loop from KP = 1024 up while small folds compiled).
+LARGEST_FOLDS = ((4096, 1, 2048), (1024, 4, 512), (512, 8, 256))
+
+
+def _largest_folds():
+    """Each kernel's float32 PHASE 3 variant, rebuilt with the largest folds."""
+    seen, out = set(), []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        name = v.kernel.fn.__name__
+        if c.get("PHASE") != 3 or name in seen or "*bf16" in v.types:
+            continue
+        seen.add(name)
+        for bt, bb, kp in LARGEST_FOLDS:
+            constexprs = tuple(sorted({**c, "BT": bt, "BB": bb, "KP": kp}.items()))
+            out.append(triton_variants.Variant(v.kernel, v.types, constexprs, 8))
+    return out
+
+
+def test_plan_folds_are_bounded():
+    """No shape gets a look-back fold larger than those compiled below."""
+    from rlscan_jax._src.triton import launch
+
+    largest = {(bt, bb): kp for bt, bb, kp in LARGEST_FOLDS}
+    for axis in (0, 1):
+        for n in (1, 2, 3, 4, 8, 16, 32, 1024):
+            for t in (2**k for k in range(1, 25)):
+                shape = (t, n) if axis == 0 else (n, t)
+                p = launch.plan(launch.geometry(shape, axis))
+                if p.lookback:
+                    kp = launch.next_pow2(p.nseg)
+                    assert kp * p.BB <= max(b * k for (_, b), k in largest.items()), (shape, p)
+                    assert kp <= p.BT // 2, (shape, p)
+
+
+@pytest.mark.parametrize("variant", VARIANTS + _largest_folds(), ids=lambda v: v.name)
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
