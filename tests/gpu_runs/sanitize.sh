@@ -6,16 +6,25 @@
 # gradient, checked against the reference). Phase 1, all at once: the driver without a sanitizer
 # ("plain", in shards; it also fills the PTX and reference caches the later runs share) and the
 # canary, one planted out-of-bounds read under memcheck, with and without the kernel-name filter:
-# the filter is kept only if memcheck reports the canary through it. Phase 2, all at once: the
-# driver under compute-sanitizer, each tool in JOBS shards. Every process has a time limit; the
-# summary reports a run cut off by it as incomplete, never as clean.
-# Writes OUTDIR/{plain,canary,<tool>}.log and OUTDIR/sanitize_summary.json, and prints a table.
-# Wall time: at most PLAIN_TIMEOUT + TOOL_TIMEOUT + about 30 s (the limits below: under 5 minutes).
+# the filter is kept only if memcheck reports the canary through it. Phase 2: the driver under
+# compute-sanitizer, one tool after another (many sanitizer processes at once crash), each tool
+# in JOBS shards at once. A shard whose sanitizer crashes (exit status 139 or 134) runs again in
+# a fresh process; if that crashes too, the call in flight is set apart and the other calls run
+# again, until each crash is pinned to one call run alone (sanitize_summary.py --next-attempt
+# plans these). Every process has a time limit; the summary reports a run cut off by it, a crashed
+# process, and the calls and variants no complete process checked as incomplete, never as clean.
+# Writes OUTDIR/{plain,canary,<tool>}.log, OUTDIR/memory.log (host and GPU memory every 5 s) and
+# OUTDIR/sanitize_summary.json, and prints a table.
+# Wall time: at most TOTAL_TIMEOUT and a few seconds (8 minutes with the defaults).
 #
 # Environment: TOOLS (default "memcheck racecheck synccheck"; initcheck works too), JOBS (shards
-# per tool, default nproc / (tools + 1)), PLAIN_JOBS (default nproc - 2), PLAIN_TIMEOUT (default
-# 100 s), TOOL_TIMEOUT (default 170 s), FILTER=0 (check every kernel, not only the Triton ones),
-# DRIVER_ARGS (more sanitize_driver.py options, e.g. --quick).
+# per tool, default 6), PLAIN_JOBS (default nproc - 2), TOTAL_TIMEOUT (the whole sweep, default
+# 480 s; what phase 1 leaves is shared between the tools, a tool that finishes early leaving its
+# time to the next), PLAIN_TIMEOUT (default 100 s), CONCURRENT_TOOLS=1 (all tools at once, as
+# before), MIN_ATTEMPT_S (no process starts with less time left, default 20 s), FILTER=0 (check
+# every kernel, not only the Triton ones), DRIVER_ARGS (more sanitize_driver.py options, e.g.
+# --quick). XLA_FLAGS gains --xla_gpu_enable_command_buffer= (kernels launched one by one, not
+# as CUDA graphs) unless it sets that flag already.
 set -u
 out=${1:?usage: sanitize.sh OUTDIR}
 mkdir -p "$out"
@@ -30,13 +39,21 @@ fi
 # of the kernels' Python source in the reports (ptxas flags, read by jaxlib's Triton launcher).
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
 export JAX_TRITON_PTXAS_EXTRA_FLAGS=${JAX_TRITON_PTXAS_EXTRA_FLAGS---generate-line-info}
+if [[ "${XLA_FLAGS:-}" != *xla_gpu_enable_command_buffer* ]]; then
+  export XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_gpu_enable_command_buffer="
+fi
 tools=${TOOLS:-memcheck racecheck synccheck}
 ntools=$(wc -w <<<"$tools")
 cores=$(nproc)
-jobs=${JOBS:-$((cores / (ntools + 1) > 0 ? cores / (ntools + 1) : 1))}
+jobs=${JOBS:-6}
 plain_jobs=${PLAIN_JOBS:-$((cores > 3 ? cores - 2 : 1))}
+total=${TOTAL_TIMEOUT:-480}
 plain_limit=${PLAIN_TIMEOUT:-100}
-tool_limit=${TOOL_TIMEOUT:-170}
+min_attempt=${MIN_ATTEMPT_S:-20}
+concurrent=${CONCURRENT_TOOLS:-0}
+# Every process ends by this time (timeout's grace period and the summary come after it).
+end=$((start + total - 15))
+((plain_limit > end - SECONDS)) && plain_limit=$((end - SECONDS))
 nvidia-smi -L || true
 
 find_sanitizer() {
@@ -74,7 +91,9 @@ if [ -n "$cs" ]; then
 else
   echo "compute-sanitizer: NOT FOUND (PATH, /usr/local/cuda*, /opt/nvidia, site-packages/nvidia): plain run only"
 fi
-echo "tools: $tools; shards: $jobs per tool, $plain_jobs plain; limits: ${plain_limit} s plain, ${tool_limit} s per tool"
+order=$([ "$concurrent" = 1 ] && echo "all at once" || echo "one after another")
+echo "tools: $tools ($order); shards: $jobs per tool, $plain_jobs plain; budget: ${total} s in all," \
+  "${plain_limit} s plain; XLA_FLAGS=$XLA_FLAGS"
 
 work=$(mktemp -d /tmp/sanitize.XXXXXX)
 # DRIVER_ARGS: more driver options (--quick: a smoke run of a few calls per op).
@@ -82,37 +101,87 @@ read -r -a extra <<<"${DRIVER_ARGS:-}"
 driver=(python3 tests/gpu_runs/sanitize_driver.py --ptx-cache "$work/ptx" --ref-cache "$work/ref" --exit-zero
   ${extra[@]+"${extra[@]}"})
 
-# shard NAME I N LIMIT COMMAND...: runs COMMAND with a time limit, its output between the
-# header and end lines that sanitize_summary.py reads, into $work/NAME.I.log.
-shard() {
-  local name=$1 i=$2 n=$3 limit=$4 t0=$SECONDS rc
-  shift 4
+# Host and GPU memory while the sweep runs: whether the crashes come with memory running out.
+(
+  while :; do
+    gpu=$(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader 2>/dev/null | head -n 1)
+    host=$(free -m 2>/dev/null | awk '/^Mem:/ {print $3 " MiB used, " $7 " MiB available"}')
+    echo "$((SECONDS - start)) s: host ${host:-?}; GPU ${gpu:-?}"
+    sleep 5
+  done
+) >"$out/memory.log" 2>&1 &
+sampler=$!
+
+# attempt NAME I N A LIMIT COMMAND...: runs COMMAND with a time limit, its output between the
+# header and end lines that sanitize_summary.py reads, appended to $work/NAME.I.log.
+attempt() {
+  local name=$1 i=$2 n=$3 a=$4 limit=$5 t0=$SECONDS rc tag=
+  shift 5
+  ((a > 1)) && tag=" attempt $a"
   {
-    echo "##### shard $i/$n of $name: $*"
+    echo "##### shard $i/$n of $name$tag: $*"
     timeout -k 10 "$limit" "$@"
     rc=$?
-    echo "##### end shard $i/$n of $name: rc=$rc wall_s=$((SECONDS - t0))"
-  } >"$work/$name.$i.log" 2>&1
+    echo "##### end shard $i/$n of $name$tag: rc=$rc wall_s=$((SECONDS - t0))"
+  } >>"$work/$name.$i.log" 2>&1
+}
+
+# shard_of_tool TOOL I N DEADLINE: shard I/N under TOOL, in as many processes as its crashes
+# need and DEADLINE allows.
+shard_of_tool() {
+  local tool=$1 i=$2 n=$3 deadline=$4 a=1 left next args
+  args=(--shard "$i/$n")
+  while :; do
+    left=$((deadline - SECONDS))
+    if ((left < min_attempt)); then
+      echo "##### no time for attempt $a of shard $i/$n of $tool ($left s left)" >>"$work/$tool.$i.log"
+      echo "$tool shard $i/$n: no time left for attempt $a"
+      return
+    fi
+    ((a > 1)) && echo "$tool shard $i/$n: attempt $a from $((SECONDS - start)) s: ${args[*]}"
+    attempt "$tool" "$i" "$n" "$a" "$left" "$cs" --tool "$tool" ${filter[@]+"${filter[@]}"} \
+      ${quiet[@]+"${quiet[@]}"} --error-exitcode 86 "${driver[@]}" "${args[@]}"
+    next=$(python3 tests/gpu_runs/sanitize_summary.py --next-attempt "$work/$tool.$i.log") || return
+    read -r -a args <<<"$next"
+    a=$((a + 1))
+  done
 }
 gather() {
   local name=$1 n=$2 i
-  for ((i = 0; i < n; i++)); do cat "$work/$name.$i.log"; done >"$out/$name.log"
+  for ((i = 0; i < n; i++)); do cat "$work/$name.$i.log" 2>/dev/null; done >"$out/$name.log"
 }
 
 # Phase 1: the plain run and the canaries.
+pids=()
 for ((i = 0; i < plain_jobs; i++)); do
-  shard plain "$i" "$plain_jobs" "$plain_limit" "${driver[@]}" --shard "$i/$plain_jobs" &
+  attempt plain "$i" "$plain_jobs" 1 "$plain_limit" "${driver[@]}" --shard "$i/$plain_jobs" &
+  pids+=($!)
 done
 # Failed CUDA API calls are not reported: JAX and the CUDA libraries probe the driver with calls
 # that may fail (cuGetProcAddress and the like); a kernel's bad access still is, and a call that
 # fails for real fails the driver's call too.
 quiet=(--report-api-errors no)
+# canary I OPTIONS...: the canary under memcheck, run again once (in phase 1's time) if the
+# sanitizer crashes.
+plain_end=$((SECONDS + plain_limit))
+canary() {
+  local i=$1 a rc
+  shift
+  for a in 1 2; do
+    ((plain_end - SECONDS < min_attempt)) && return
+    attempt canary "$i" 2 "$a" $((plain_end - SECONDS)) "$cs" "$@" "${quiet[@]}" --tool memcheck \
+      --error-exitcode 86 python3 tests/gpu_runs/sanitize_driver.py --canary
+    rc=$(tail -n 1 "$work/canary.$i.log" | sed -n 's/.*rc=\([0-9-]*\).*/\1/p')
+    [[ "$rc" =~ ^(134|135|139)$ ]] || return
+  done
+}
 if [ -n "$cs" ]; then
-  canary=(--tool memcheck --error-exitcode 86 python3 tests/gpu_runs/sanitize_driver.py --canary)
-  shard canary 0 2 "$plain_limit" "$cs" ${filter[@]+"${filter[@]}"} "${quiet[@]}" "${canary[@]}" &
-  shard canary 1 2 "$plain_limit" "$cs" "${quiet[@]}" "${canary[@]}" &
+  canary 0 ${filter[@]+"${filter[@]}"} &
+  pids+=($!)
+  canary 1 &
+  pids+=($!)
 fi
-wait
+wait "${pids[@]}"
 gather plain "$plain_jobs"
 echo "phase 1 (plain, canary) done at $((SECONDS - start)) s"
 if [ -n "$cs" ]; then
@@ -127,22 +196,40 @@ if [ -n "$cs" ]; then
     filter=()
   fi
 
-  # Phase 2: every tool, in shards, at once.
+  # Phase 2: the tools, one after another (CONCURRENT_TOOLS=1: all at once), each in JOBS shards.
+  k=0
+  pids=()
   for tool in $tools; do
+    if [ "$concurrent" = 1 ]; then
+      deadline=$end
+    else
+      deadline=$((SECONDS + (end - SECONDS) / (ntools - k)))
+      pids=()
+    fi
+    echo "$tool: $jobs shards from $((SECONDS - start)) s, until $((deadline - start)) s at the latest"
     for ((i = 0; i < jobs; i++)); do
-      shard "$tool" "$i" "$jobs" "$tool_limit" "$cs" --tool "$tool" ${filter[@]+"${filter[@]}"} \
-        ${quiet[@]+"${quiet[@]}"} --error-exitcode 86 "${driver[@]}" --shard "$i/$jobs" &
+      shard_of_tool "$tool" "$i" "$jobs" "$deadline" &
+      pids+=($!)
     done
+    if [ "$concurrent" != 1 ]; then
+      wait "${pids[@]}"
+      gather "$tool" "$jobs"
+      echo "$tool done at $((SECONDS - start)) s"
+    fi
+    k=$((k + 1))
   done
-  wait
-  for tool in $tools; do gather "$tool" "$jobs"; done
+  if [ "$concurrent" = 1 ]; then
+    wait "${pids[@]}"
+    for tool in $tools; do gather "$tool" "$jobs"; done
+  fi
   echo "phase 2 ($tools) done at $((SECONDS - start)) s"
 else
   tools=
 fi
+kill "$sampler" 2>/dev/null
 rm -rf "$work"
 python3 tests/gpu_runs/sanitize_summary.py "$out" --tools="$tools" --jobs="$jobs" --sanitizer="$cs" \
-  --sanitizer-version="$cs_version" --kernel-filter="${filter[*]}" --options="${quiet[*]}"
+  --sanitizer-version="$cs_version" --kernel-filter="${filter[*]}" --options="${quiet[*]}" --budget="$total"
 status=$?
 echo "total wall time: $((SECONDS - start)) s"
 exit $status

@@ -9,10 +9,13 @@ case has run to completion. Every output and gradient is compared with the "sequ
 reference, which runs on the CPU so that the sanitizer watches the kernels under test alone.
 
 The last lines give the variants executed, the variants `record()` finds, and every recorded
-variant that was not executed (none, for a complete sweep). `SWEEP-ENV`, `SWEEP-RESULT` and
-`SWEEP-DONE` lines are for `sanitize_summary.py`, which also takes the union over shards.
+variant that was not executed (none, for a complete sweep). The lines that start with `SWEEP-`
+are for `sanitize_summary.py`, which also takes the union over shards: `SWEEP-CALLS` (the calls
+this process will run, by index into `calls()`), `SWEEP-START` before each call and `SWEEP-CALL`
+after it (so that a crash of the sanitizer names the call in flight), `SWEEP-RESULT`, `SWEEP-DONE`.
 
     python tests/gpu_runs/sanitize_driver.py [--quick] [--shard I/N] [--ptx-cache DIR] [--ref-cache DIR]
+    python tests/gpu_runs/sanitize_driver.py --only 17,40-43   # these calls (indices or names) alone
     python tests/gpu_runs/sanitize_driver.py --trace-only  # the bookkeeping alone: trace, run nothing
     python tests/gpu_runs/sanitize_driver.py --canary      # a planted out-of-bounds read, for memcheck
 
@@ -30,6 +33,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import sys
 import time
 import zlib
@@ -67,19 +71,39 @@ def case_id(inp: cases.Inputs, args: dict) -> str:
     return f"{inp.op}-{inp.mode}-{shape}-ax{inp.axis}-{jnp.dtype(dtype).name}"
 
 
-def select(calls: list, quick: bool, shard: tuple[int, int]) -> list:
-    if quick:
-        first = {op: spec.modes[0] for op, spec in cases.OPS.items()}
-        keep = []
-        for inp, args in calls:
-            layout = (inp.step_shape, inp.axis, jnp.dtype(args[inp.float_names()[0]].dtype).name)
-            if inp.mode == first[inp.op] and (
-                layout in QUICK_LAYOUTS or (inp.op == cases.OP_NAMES[0] and layout == QUICK_SPLIT)
-            ):
-                keep.append((inp, args))
-        calls = keep
-    i, n = shard
-    return calls[i * len(calls) // n : (i + 1) * len(calls) // n]
+def select(calls: list, quick: bool) -> list[int]:
+    """The indices into `calls` that a sweep runs: all of them, or (quick) a few per op."""
+    if not quick:
+        return list(range(len(calls)))
+    first = {op: spec.modes[0] for op, spec in cases.OPS.items()}
+    keep = []
+    for i, (inp, args) in enumerate(calls):
+        layout = (inp.step_shape, inp.axis, jnp.dtype(args[inp.float_names()[0]].dtype).name)
+        if inp.mode == first[inp.op] and (
+            layout in QUICK_LAYOUTS or (inp.op == cases.OP_NAMES[0] and layout == QUICK_SPLIT)
+        ):
+            keep.append(i)
+    return keep
+
+
+def parse_only(spec: str, names: dict[str, int], selection: list[int]) -> list[int]:
+    """The calls `--only` names: indices (`17`), ranges (`40-43`) and call ids, comma-separated.
+
+    Raises:
+      ValueError: an item that names no call of the selection (a --quick run has fewer).
+    """
+    chosen = set()
+    for item in filter(None, spec.split(",")):
+        if item in names:
+            chosen.add(names[item])
+        elif m := re.fullmatch(r"(\d+)(?:-(\d+))?", item):
+            chosen.update(range(int(m[1]), int(m[2] or m[1]) + 1))
+        else:
+            raise ValueError(f"--only {spec!r}: {item!r} is neither an index, a range nor a call id")
+    outside = sorted(chosen - set(selection))
+    if outside:
+        raise ValueError(f"--only {spec!r}: calls {outside} are not in this selection of {len(selection)} calls")
+    return sorted(chosen)
 
 
 class Recorder:
@@ -255,18 +279,34 @@ def sweep(opts) -> int:
     if opts.ptx_cache:
         print(f"PTX cache {opts.ptx_cache}: {'on' if cache_ptx(opts.ptx_cache) else 'not available'}", flush=True)
     recorded = {triton_variants.key(v): v for v in triton_variants.record()}
-    todo = select(triton_variants.calls(), opts.quick, opts.shard)
+    calls = triton_variants.calls()
+    ids = [case_id(inp, args) for inp, args in calls]
+    selection = select(calls, opts.quick)
+    if opts.only:
+        try:
+            todo = parse_only(opts.only, {cid: i for i, cid in enumerate(ids)}, selection)
+        except ValueError as e:
+            print(e)
+            return 2
+        what = f"--only {opts.only}"
+    else:
+        i, n = opts.shard
+        todo = selection[i * len(selection) // n : (i + 1) * len(selection) // n]
+        what = f"shard {i}/{n}"
     shard = f"{opts.shard[0]}/{opts.shard[1]}"
-    print(f"record(): {len(recorded)} variants; this run: {len(todo)} calls (shard {shard})", flush=True)
+    print(f"record(): {len(recorded)} variants; this run: {len(todo)} calls ({what})", flush=True)
+    print("SWEEP-CALLS " + json.dumps([[i, ids[i]] for i in todo]), flush=True)
 
     recorder = Recorder()
     executed: dict[tuple, object] = {}
     ok = mismatched = failed = 0
     aborted = None
     with recorder.installed():
-        for n, (inp, args) in enumerate(todo, 1):
-            cid = case_id(inp, args)
-            head = f"[{n}/{len(todo)}] {cid}:"
+        for n, index in enumerate(todo, 1):
+            inp, args = calls[index]
+            cid = ids[index]
+            head = f"[{n}/{len(todo)}] #{index} {cid}:"
+            print(f"SWEEP-START {index} {cid}", flush=True)
             t0 = time.perf_counter()
             try:
                 problems = run_one(inp, args, opts)
@@ -274,6 +314,10 @@ def sweep(opts) -> int:
                 failed += 1
                 recorder.take()
                 print(f"{head} ERROR {type(e).__name__}: {str(e).splitlines()[0][:300]}", flush=True)
+                print(
+                    "SWEEP-CALL " + json.dumps({"index": index, "id": cid, "status": "error", "variants": []}),
+                    flush=True,
+                )
                 if not gpu_alive():
                     aborted = cid
                     print(f"SWEEP-ABORTED at {cid}: the device no longer runs anything", flush=True)
@@ -282,26 +326,31 @@ def sweep(opts) -> int:
             keys, launches = recorder.take()
             new = [k for k in keys if k not in executed]
             executed.update(keys)
-            what = f"{launches} launches, {len(new)} new variants, {time.perf_counter() - t0:.2f} s"
+            detail = f"{launches} launches, {len(new)} new variants, {time.perf_counter() - t0:.2f} s"
             if problems:
                 mismatched += 1
-                print(f"{head} MISMATCH {'; '.join(problems)} ({what})", flush=True)
+                print(f"{head} MISMATCH {'; '.join(problems)} ({detail})", flush=True)
             else:
                 ok += 1
-                print(f"{head} {'traced' if opts.trace_only else 'ok'} ({what})", flush=True)
+                print(f"{head} {'traced' if opts.trace_only else 'ok'} ({detail})", flush=True)
+            status = "mismatch" if problems else "ok"
+            record = {"index": index, "id": cid, "status": status, "variants": sorted(map(key_name, keys))}
+            print("SWEEP-CALL " + json.dumps(record), flush=True)
 
     missing = [recorded[k].name for k in recorded if k not in executed]
     extra = [key_name(k) for k in executed if k not in recorded]
-    whole = opts.shard == (0, 1) and not opts.quick
+    whole = opts.shard == (0, 1) and not opts.quick and not opts.only
     done = "traced" if opts.trace_only else "executed"
     print(
         "SWEEP-RESULT "
         + json.dumps(
             {
                 "shard": shard,
+                "only": opts.only,
                 "quick": opts.quick,
                 "trace_only": opts.trace_only,
                 "calls": len(todo),
+                "indices": todo,
                 "ok": ok,
                 "mismatched": mismatched,
                 "failed": failed,
@@ -324,7 +373,7 @@ def sweep(opts) -> int:
         else:
             print(f"COMPLETE: all {len(recorded)} recorded variants were {done}")
     else:
-        print(f"not {done} in this run ({'--quick' if opts.quick else 'shard ' + shard}): {len(missing)}")
+        print(f"not {done} in this run ({'--quick, ' if opts.quick else ''}{what}): {len(missing)}")
     print(f"SWEEP-DONE {time.perf_counter() - start:.1f} s", flush=True)
     bad = mismatched or failed or aborted or (whole and missing)
     return 1 if bad and not opts.exit_zero else 0
@@ -358,6 +407,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a few calls per op (a smoke run)")
     p.add_argument("--shard", default="0/1", help="I/N: run the I-th of N contiguous slices of the calls")
+    p.add_argument("--only", help="these calls alone: indices into calls(), ranges I-J or call ids, comma-separated")
     p.add_argument("--ptx-cache", help="keep jax-triton's PTX here, shared between processes")
     p.add_argument("--ref-cache", help="keep the reference outputs here, shared between processes")
     p.add_argument("--trace-only", action="store_true", help="trace the calls without running them (bookkeeping)")
@@ -367,6 +417,8 @@ def main(argv=None) -> int:
     i, n = (int(x) for x in opts.shard.split("/"))
     if not 0 <= i < n:
         p.error(f"--shard {opts.shard}: need 0 <= I < N")
+    if opts.only and (i, n) != (0, 1):
+        p.error("--only and --shard: give one of them")
     opts.shard = (i, n)
     if opts.canary:
         return canary()
