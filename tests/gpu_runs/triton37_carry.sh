@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prepares triton 3.7.0 + jax-triton 0.4.1 for the GPU machine, whose image has triton 3.6.0 and
+# which can take at most 64 MiB of carried files per call (the triton 3.7.0 wheel is 192 MiB).
+# The wheel is unpacked, stripped of what the CUDA sm_90 path does not load (the AMD backend,
+# Blackwell's ptxas, CUPTI and proton for profiling, test instrumentation), re-packed with xz
+# (about 95 MB) and split into two git-ignored folders .t37a and .t37b of under 60 MiB each.
+#
+# On the GPU machine, two calls in a row (the second within the 30 s the machine stays warm;
+# ignored paths from the first call stay there):
+#   call 1: carry [".t37a"], command: true
+#   call 2: carry [".t37b", ".whl"], command:
+#     mkdir -p /tmp/site37 && cat .t37a/part-* .t37b/part-* | xz -d | tar x -C /tmp/site37 &&
+#     python3 -m pip install -q --no-index --no-deps --target /tmp/site37 .t37b/*.whl &&
+#     export PYTHONPATH=/tmp/site37:$PWD && python3 -c "import triton, jax_triton; print(triton.__version__)" &&
+#     cd tests && python3 -m pytest -q -n 8 test_gpu.py
+# (.whl must not hold jax-triton 0.3.1 for that call: one version of a package per install.)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 -d "$work" triton==3.7.0 jax-triton==0.4.1
+mkdir "$work/x"
+(cd "$work/x" && python3 -m zipfile -e "$work"/triton-3.7.0-*.whl .)
+rm -rf "$work/x/triton/backends/amd" "$work/x/triton/backends/nvidia/bin/ptxas-blackwell" \
+  "$work/x/triton/backends/nvidia/lib/cupti" "$work/x/triton/_C/libproton.so" "$work/x/triton/instrumentation"
+chmod +x "$work"/x/triton/backends/nvidia/bin/*
+rm -rf .t37a .t37b && mkdir .t37a .t37b
+tar cf - -C "$work/x" . | xz -T0 -9 | split -b 50M -d - "$work/part-"
+mv "$work/part-00" .t37a/ && mv "$work"/part-0[1-9] .t37b/
+mv "$work"/jax_triton-0.4.1-*.whl .t37b/
+grep -qx '/.t37a/' .git/info/exclude || printf '/.t37a/\n/.t37b/\n' >>.git/info/exclude
+du -sh .t37a .t37b
