@@ -3,9 +3,10 @@
 For each op × layout × shape × transform (forward, grad, vmap, vmap of grad) it runs
 `jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",))` with implementation="triton" and
 checks that the lowered module holds the expected number of Triton kernel custom calls, that
-each payload carries sm_90 PTX of the expected kernels (PHASE 1, carry_kernel, PHASE 2 for split
-rows), and that every kernel parameter got the operand the library meant for it (inputs and
-scalars in order, then the outputs), as jax-triton (0.3.x or 0.4.x) typed it for the compiler.
+each payload carries sm_90 PTX of the expected kernels (one per launcher; PHASE 1, carry_kernel,
+PHASE 2 for rows split in three launches), and that every kernel parameter got the operand
+the library meant for it (inputs and scalars in order, then the outputs), as jax-triton (0.3.x
+or 0.4.x) typed it for the compiler.
 
 Needs: a jaxlib with the CUDA plugin wheel installed (jax-cuda13-plugin, without
 jax-cuda13-pjrt), jax-triton, triton. Run from the repository root:
@@ -113,14 +114,16 @@ def _runtime_params(kernel) -> list[str]:
 _real_call = launch.call
 
 
-def _spy_call(kernel, *, grid, args, out_shapes, num_warps=4, **constexprs):
+def _spy_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
     names = _runtime_params(kernel)
     values = [*args, *out_shapes]
     if len(names) == len(values):
         INTENDED.append((kernel.fn.__name__, tuple(zip(names, map(_type_of, values)))))
     else:
         INTENDED.append((kernel.fn.__name__, ("param count mismatch", len(names), len(values))))
-    return _real_call(kernel, grid=grid, args=args, out_shapes=out_shapes, num_warps=num_warps, **constexprs)
+    return _real_call(
+        kernel, grid=grid, args=args, out_shapes=out_shapes, num_warps=num_warps, zeroed=zeroed, **constexprs
+    )
 
 
 launch.call = _spy_call
@@ -209,9 +212,10 @@ VARIANTS = [
     ("linear_scan/fwd", "linear_scan", "fwd-init"),
     ("linear_scan/rev", "linear_scan", "rev"),
 ]
-# (label, T, N): T=32 runs in one pass in both layouts; T=128, N=64 splits time-major rows
-# (BT=64 there) but not batch-major ones; T=8192, N=2 splits in both (PHASE 1, carry, PHASE 2).
-SHAPES = [("T32xN64", 32, 64), ("T128xN64", 128, 64), ("T8192xN2", 8192, 2)]
+# (label, T, N): T=32 runs in one pass in both layouts; T=8192, N=2 splits rows in one launch
+# (the look-back) in both; T=16384, N=32 splits time-major rows in three launches (PHASE 1,
+# carry, PHASE 2: too many chunks for the look-back) and batch-major ones with the look-back.
+SHAPES = [("T32xN64", 32, 64), ("T8192xN2", 8192, 2), ("T16384xN32", 16384, 32)]
 LAYOUTS = [("time-major", 0), ("batch-major", -1)]
 # grad is value_and_grad: with the loss returned the forward kernel must stay (a plain grad may
 # drop it when no cotangent needs the forward state h, e.g. for discounted_returns).
@@ -222,7 +226,7 @@ VMAP = 3
 def launches(shape: tuple[int, ...], axis: int) -> int:
     """Kernels one launcher issues for a per-step array of `shape`, by the library's own plan."""
     p = launch.plan(launch.geometry(shape, axis % len(shape)))
-    return 1 if p.nseg == 1 else 3
+    return 1 if p.nseg == 1 or p.lookback else 3
 
 
 def make(op: str, mode: str, T: int, N: int, axis: int, transform: str):
