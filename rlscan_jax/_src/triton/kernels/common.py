@@ -242,6 +242,7 @@ def lookback(
     while seen < need:
         seen = tl.sum(tl.load(p_flags, mask=before, other=0, volatile=True), axis=0)
     tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
+    tl.debug_barrier()  # every thread's reads below come after the acquires (bar.sync orders them)
     m = before[:, None] & (o_r >= 0)[None, :]
     off = (base + o_k)[:, None] * BB + o_r[None, :]
     # volatile: read through to L2 (a line cached in L1 may predate the flag)
