@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Nsight Compute on the kernels of a few slow benchmark cases (the GPU machine; carry .whl).
+# Usage: bash tests/gpu_runs/ncu.sh OUTDIR ["OP NxT LAYOUT" ...]
+# Writes OUTDIR/<case>.txt: speed of light, memory workload, launch statistics, occupancy and
+# warp stall reasons of every Triton kernel launch of the case's three calls (clock control off,
+# so the clocks are those the kernels really run at).
+set -u
+out=${1:?usage: ncu.sh OUTDIR [cases]}
+shift
+mkdir -p "$out"
+if compgen -G ".whl/*.whl" >/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site .whl/*.whl 2>/dev/null || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
+ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+[ -n "$ncu" ] || { echo "ncu not found"; exit 1; }
+cases=("$@")
+[ ${#cases[@]} -gt 0 ] || cases=("gae 1024x4096 batch_major" "gae 4096x128 time_major" "gae 8x131072 batch_major")
+for c in "${cases[@]}"; do
+  read -r op nt layout <<<"$c"
+  name="${op}_${nt}_${layout}"
+  timeout 180 "$ncu" --clock-control none --kernel-name regex:'_kernel$' \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
+    --section WarpStateStats python3 tests/gpu_runs/ncu_case.py $op $nt $layout >"$out/$name.txt" 2>&1
+  echo "$name: rc=$? $(grep -c 'Duration' "$out/$name.txt") kernel profiles"
+done

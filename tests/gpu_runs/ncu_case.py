@@ -1,0 +1,27 @@
+"""One op on one benchmark shape, run a few times: the program that `ncu.sh` profiles.
+
+Usage: python tests/gpu_runs/ncu_case.py OP NxT LAYOUT [DTYPE]
+  OP as in benchmarks/shapes.py; LAYOUT time_major or batch_major; DTYPE float32 (default) or
+  bfloat16. Prints the launch plan the library chose, so the profile can be read against it.
+"""
+
+import sys
+
+import jax
+
+from benchmarks import shapes
+from rlscan_jax._src.triton import launch
+
+
+def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
+    n, t = (int(x) for x in nt.split("x"))
+    inputs = shapes.make_inputs(op, n, t, layout, dtype)
+    shape = shapes.shape(n, t, layout)
+    print("plan:", launch.plan(launch.geometry(shape, shapes.TIME_AXIS[layout] % 2)), flush=True)
+    f = jax.jit(lambda x: shapes.call(op, x, layout=layout, implementation="triton"))
+    for _ in range(3):
+        jax.block_until_ready(f(inputs))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
