@@ -186,11 +186,17 @@ def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.
 
 @triton.jit
 def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
-    """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map."""
-    if PHASE == 1:
-        b_e = row(B, o_t, t_exit)
-        cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
-    return row(h, o_t, t_exit), cb
+    """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map.
+
+    PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged.
+    """
+    if PHASE == 3:
+        return ch, cb
+    else:
+        if PHASE == 1:
+            b_e = row(B, o_t, t_exit)
+            cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
+        return row(h, o_t, t_exit), cb
 
 
 @triton.jit

@@ -71,7 +71,7 @@ def gae_kernel(
         if PHASE != 1:
             common.store(p_adv, off, h, m)
             common.store(p_ret, off, h + b_v, m)
-        if not SINGLE and PHASE != 3:
+        if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

@@ -84,7 +84,7 @@ def linear_kernel(
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_h, off, h, m)
-        if not SINGLE and PHASE != 3:
+        if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)

@@ -96,7 +96,7 @@ def vtrace_kernel(
             common.store(p_pg, off, b_pg, m)
             if STORE_H:
                 common.store(p_h, off, h, m)
-        if not SINGLE and PHASE != 3:
+        if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)
