@@ -15,6 +15,8 @@ Scenarios (what runs the op per shard, see rlscan_jax/_src/sharding.py):
   shard_map     inside a user's shard_map, on Explicit and Auto meshes.
   time          a mesh axis on the time axis: gathered first, results correct.
   triton        the Triton kernels through Triton's interpreter (pure_callback).
+  gpu           the Triton kernels on every GPU of the machine (at least two), for real: the
+                scenarios above with implementation="triton" (`test_sharding_gpu`, marker `gpu`).
 """
 
 from __future__ import annotations
@@ -30,20 +32,22 @@ import sys
 import pytest
 
 SCENARIOS = ("explicit", "auto", "partitioned", "gspmd", "shard_map", "time", "triton")
+CPU_DEVICES = 8
 
 COLLECTIVES = ("all-gather", "all-to-all", "reduce-scatter", "collective-permute", "all-reduce")
 
 
 def _run_child(scenario: str) -> list[dict] | str:
     env = dict(os.environ)
-    # Eight CPU devices; LLVM's cheap settings halve compile time and leave the HLO as it is.
-    env["XLA_FLAGS"] = (
-        env.get("XLA_FLAGS", "")
-        + " --xla_force_host_platform_device_count=8"
-        + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-    ).strip()
-    env["JAX_PLATFORMS"] = "cpu"
     env.pop("JAX_ENABLE_X64", None)
+    if scenario != "gpu":
+        # Eight CPU devices; LLVM's cheap settings halve compile time and leave the HLO as it is.
+        env["XLA_FLAGS"] = (
+            env.get("XLA_FLAGS", "")
+            + f" --xla_force_host_platform_device_count={CPU_DEVICES}"
+            + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+        ).strip()
+        env["JAX_PLATFORMS"] = "cpu"
     if scenario == "triton":
         env["TRITON_INTERPRET"] = "1"
     else:
@@ -61,14 +65,40 @@ def _run_child(scenario: str) -> list[dict] | str:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
+def _assert_passed(checks: list[dict]) -> None:
+    assert checks, "no checks ran"
+    failed = [c for c in checks if not c["ok"]]
+    assert not failed, f"{len(failed)} of {len(checks)} checks failed:\n" + "\n".join(
+        f"{c['name']}: {c['detail']}" for c in failed
+    )
+
+
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_sharding(scenario):
     checks = _run_child(scenario)
     if checks == "skip":
         pytest.skip(f"{scenario}: not runnable here")
-    assert checks, "no checks ran"
-    failed = [c for c in checks if not c["ok"]]
-    assert not failed, "\n".join(f"{c['name']}: {c['detail']}" for c in failed)
+    _assert_passed(checks)
+
+
+def _gpu_count() -> int:
+    import jax
+
+    from rlscan_jax._src import dispatch
+
+    if dispatch.interpret_mode() or dispatch.triton_unavailable_reason() is not None:
+        return 0
+    return len(jax.devices("gpu"))
+
+
+@pytest.mark.gpu
+def test_sharding_gpu():
+    """Every scenario with the real Triton kernels on the machine's GPUs (issue #7, item 4)."""
+    if _gpu_count() < 2:
+        pytest.skip("needs two or more CUDA GPUs and jax-triton")
+    checks = _run_child("gpu")
+    assert checks != "skip", "the child saw fewer than two GPUs"
+    _assert_passed(checks)
 
 
 # =============================================================================================
@@ -102,10 +132,12 @@ class Child:
 
         import rlscan_jax
 
-        del scenario
         self.jax, self.np, self.rl = jax, np, rlscan_jax
         self.checks: list[dict] = []
-        assert jax.device_count() == 8, jax.devices()
+        # n devices: 8 CPU devices, or the machine's GPUs for the "gpu" scenario.
+        self.n = jax.device_count()
+        if scenario != "gpu" and self.n != CPU_DEVICES:
+            raise RuntimeError(f"expected {CPU_DEVICES} CPU devices, got {jax.devices()}")
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -121,14 +153,15 @@ class Child:
     def layout(self, kind: str):
         """(mesh shape, axis names, batch shape, time axis, PartitionSpec of the per-step arrays)."""
         P = self.jax.sharding.PartitionSpec
+        n = self.n
         if kind == "tm":  # time-major [T, B]
-            return (8,), ("b",), (16,), 0, P(None, "b")
+            return (n,), ("b",), (16,), 0, P(None, "b")
         if kind == "bm":  # batch-major [B, T]
-            return (8,), ("b",), (16,), 1, P("b", None)
-        if kind == "2d":  # [B1, T, B2] on a 4 x 2 mesh
-            return (4, 2), ("x", "y"), (8, 4), 1, P("x", None, "y")
-        if kind == "time":  # time-major, the mesh axis on time (T_SPLIT = 16 splits over 8)
-            return (8,), ("b",), (4,), 0, P("b", None)
+            return (n,), ("b",), (16,), 1, P("b", None)
+        if kind == "2d":  # [B1, T, B2] on an n/2 x 2 mesh (4 x 2 on the CPU)
+            return (n // 2, 2), ("x", "y"), (8, 4), 1, P("x", None, "y")
+        if kind == "time":  # time-major, the mesh axis on time (T_SPLIT = 16 splits over n)
+            return (n,), ("b",), (4,), 0, P("b", None)
         raise ValueError(kind)
 
     def inputs(self, op: str, batch, axis: int, seed: int = 0):
@@ -438,7 +471,7 @@ class Child:
         self.gamma_grad("sequential", mesh)
         self.suite("2d", "sequential", self.mesh("2d", "Auto"), ops=ops)
 
-    def scenario_shard_map(self):
+    def scenario_shard_map(self, impl="sequential", variants=(("Explicit", False), ("Auto", False), ("Auto", True))):
         """Inside a user's shard_map the functions work unchanged, with no collective."""
         jax = self.jax
         P = jax.sharding.PartitionSpec
@@ -449,10 +482,10 @@ class Child:
         out_specs = {op: tuple(self.out_spec(op, e.ndim, spec, axis) for e in expected[op]) for op in OPS}
 
         def body(a):
-            return {op: self.call(op, a[op], axis, "sequential") for op in OPS}
+            return {op: self.call(op, a[op], axis, impl) for op in OPS}
 
         def loss(a, gamma):
-            adv = self.call("gae", a, axis, "sequential", gamma=gamma)[0]
+            adv = self.call("gae", a, axis, impl, gamma=gamma)[0]
             return jax.lax.psum(adv.sum(), "b")
 
         floats = ("bootstrap_value", "rewards", "values")
@@ -465,10 +498,10 @@ class Child:
             return self.call("gae", {**a, **fl}, axis, "sequential", gamma=g)[0].sum()
 
         want_grad = jax.grad(total, argnums=(0, 1))({k: args["gae"][k] for k in floats}, 0.9)
-        for axis_type, force in (("Explicit", False), ("Auto", False), ("Auto", True)):
+        for axis_type, force in variants:
             if force:
                 self.force_partitioning()
-            tag = f"shard_map-{axis_type}{'-partitioned' if force else ''}"
+            tag = f"shard_map-{impl}-{axis_type}{'-partitioned' if force else ''}"
             mesh = self.mesh("tm", axis_type)
             with jax.set_mesh(mesh):
                 sharded = {op: self.put(args[op], mesh, spec, axis) for op in OPS}
@@ -500,14 +533,14 @@ class Child:
 
                 self.check(f"{tag}-grad", run_grad)
 
-    def scenario_time(self):
+    def scenario_time(self, impl="sequential", variants=(("Explicit", False), ("Auto", False), ("Auto", True))):
         """A mesh axis on the time axis: the op gathers time, and the result is right."""
-        for axis_type, force in (("Explicit", False), ("Auto", False), ("Auto", True)):
+        for axis_type, force in variants:
             if force:
                 self.force_partitioning()
             mesh = self.mesh("time", axis_type)
             with self.jax.set_mesh(mesh):
-                self.suite("time", "sequential", mesh, vjp=("gae", "eligibility_traces"), gather_time=True)
+                self.suite("time", impl, mesh, vjp=("gae", "eligibility_traces"), gather_time=True)
 
     def scenario_triton(self):
         import threading
@@ -537,6 +570,8 @@ class Child:
                     self.suite(kind, "triton", mesh, vjp=OPS, vmap=("gae", "eligibility_traces"))
                 else:
                     self.suite(kind, "triton", mesh)
+        # Inside a user's shard_map: forward and gradients (γ's summed over the devices).
+        self.scenario_shard_map("triton", variants=(("Explicit", False), ("Auto", False)))
         # Auto axes: custom_partitioning. JAX 0.10 does not keep a host callback (the
         # interpreter's pure_callback) alive inside a partitioned lowering (jax-ml/jax#34349),
         # so the compiled program is checked, not run; real Triton kernels have no host callback.
@@ -574,6 +609,68 @@ class Child:
                 return None if hlo else "no collective without the partitioning: the check proves nothing"
 
             self.check(f"{kind}-triton-auto-control", unpartitioned)
+        return None
+
+    def per_device_kernels(self, kind: str, axis_type: str):
+        """The compiled program launches the kernel on the local shard: no operand or result of
+        a Triton custom call has the global per-step shape."""
+        jax = self.jax
+        mesh = self.mesh(kind, axis_type)
+        _, _, batch, axis, spec = self.layout(kind)
+        glob = list(batch)
+        glob.insert(axis, T)
+        glob_text = "[" + ",".join(map(str, glob)) + "]"
+
+        def run():
+            with self.in_mesh(mesh, axis_type == "Explicit"):
+                sharded = {op: self.put(self.inputs(op, batch, axis), mesh, spec, axis) for op in OPS}
+                hlo = jax.jit(lambda a: {op: self.call(op, a[op], axis, "triton") for op in OPS}).lower(sharded)
+                text = hlo.compile().as_text()
+            calls = [ln for ln in text.splitlines() if "custom-call(" in ln and "triton" in ln.lower()]
+            if not calls:
+                return "no Triton custom call in the compiled HLO"
+            whole = [ln.strip()[:200] for ln in calls if glob_text in ln]
+            if whole:
+                return f"{len(whole)} of {len(calls)} kernel calls see the global shape {glob_text}: {whole[:2]}"
+            return None
+
+        self.check(f"{kind}-triton-{axis_type}-per-device-kernels", run)
+        if axis_type == "Auto" and kind == "tm":
+            # The control: without the partitioning the kernel does see the global shape.
+            from rlscan_jax._src import sharding
+
+            def control():
+                opaque, sharding.OPAQUE = sharding.OPAQUE, frozenset()
+                jax.clear_caches()
+                try:
+                    found = run()
+                finally:
+                    sharding.OPAQUE = opaque
+                    jax.clear_caches()
+                if found:
+                    return None
+                return "the unpartitioned kernels did not see the global shape: the check proves nothing"
+
+            self.check(f"{kind}-triton-{axis_type}-per-device-control", control)
+
+    def scenario_gpu(self):
+        """The Triton kernels on the machine's GPUs: explicit and auto meshes (custom_partitioning,
+        executed for real), a user's shard_map, and time-axis sharding, against the reference."""
+        jax = self.jax
+        if jax.default_backend() != "gpu" or self.n < 2:
+            return "skip"
+        self.detector()
+        self.matrix("Explicit", "triton", use_mesh=True)
+        self.matrix("Auto", "triton", use_mesh=False)
+        mesh = self.mesh("bm", "Auto")
+        with jax.set_mesh(mesh):  # Auto axes with a mesh context
+            ops = ("gae", "vtrace", "eligibility_traces")
+            self.suite("bm", "triton", mesh, ops=ops, vjp=ops, vmap=ops)
+        for kind in ("tm", "bm", "2d"):
+            for axis_type in ("Explicit", "Auto"):
+                self.per_device_kernels(kind, axis_type)
+        self.scenario_shard_map("triton", variants=(("Explicit", False), ("Auto", False)))
+        self.scenario_time("triton", variants=(("Explicit", False), ("Auto", False)))
         return None
 
 

@@ -19,8 +19,11 @@ and every implementation, says it explicitly. The mechanism is chosen at trace t
    It carries a Shardy sharding rule (Shardy is this jax's default partitioner) and GSPMD
    callbacks (used when `jax_use_shardy_partitioner` is off). Its `partition` rule keeps every
    operand's batch and feature shardings, makes time replicated, and lowers the same op on the
-   local block. On one device, or inside a shard_map that made every mesh axis manual,
-   custom_partitioning lowers the op inline.
+   local block.
+5. Inside a user's shard_map that made every mesh axis manual, the arrays are already the
+   local blocks: the op runs as it is (as in case 1). Through custom_partitioning there, the
+   Triton path's own custom_vjp saw cotangents without the varying-axes type of its outputs and
+   `jax.grad` failed on an Explicit mesh.
 4. Auto sharding with a reference implementation ("associative", "sequential"): pure JAX.
    XLA partitions it along the batch axes by itself with no collective (tests/test_sharding.py
    checks the compiled HLO), so it runs as it is and keeps forward-mode autodiff.
@@ -190,6 +193,14 @@ def _explicit_axes(leaves) -> tuple[object, set[str]] | None:
         if explicit:
             return mesh, explicit
     return None
+
+
+def _all_manual() -> bool:
+    """Inside a shard_map that made every mesh axis manual: the arrays are the local blocks."""
+    mesh = jax.sharding.get_abstract_mesh()
+    if mesh.empty:
+        return False
+    return all(t == jax.sharding.AxisType.Manual for t in mesh.axis_types)
 
 
 def _unsharded(tree):
@@ -460,7 +471,7 @@ def per_shard(fn: Callable, x: dict, p: dict, *, axis: int, implementation: str)
     Returns:
       fn's outputs, with the batch sharding of the inputs.
     """
-    if jax.device_count() == 1:
+    if jax.device_count() == 1 or _all_manual():
         return fn(x, p, axis=axis)
     leaves = jax.tree.leaves((x, p))
     explicit = _explicit_axes(leaves)

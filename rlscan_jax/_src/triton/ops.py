@@ -42,6 +42,18 @@ def _zero_cotangent(v):
     return np.zeros(v.shape, dtype=jax.dtypes.float0)
 
 
+def _all_varying(tree) -> frozenset:
+    return frozenset().union(*(_varying(v) for v in jax.tree.leaves(tree)))
+
+
+def _launch(op: str, axis: int, reverse: bool, out_dtype, with_h: bool, x: dict, p: dict):
+    """A launcher call whose outputs vary along the manual axes of its inputs, as they do: a
+    custom call's outputs carry no such type by themselves."""
+    outs = batching.launcher(op, axis, reverse, out_dtype, with_h)(x, p)
+    axes = _all_varying((x, p))
+    return _to_varying(outs, axes) if axes else outs
+
+
 def _adjoint(g_h, b, reset, h, *, axis, reverse):
     """u, db of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward)."""
     if reverse:
@@ -53,7 +65,7 @@ def _adjoint(g_h, b, reset, h, *, axis, reverse):
         r_adj = None if reset is None else common.shift_next(reset, axis, True)
         h_prev = common.shift_prev(h, axis, 0.0)
     x = {"a": g_h, "b": b_adj, "reset": r_adj, "initial": None}
-    u, _ = batching.launcher("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False)(x, {})
+    u, _ = _launch("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False, x, {})
     db = u * h_prev
     if reset is not None:
         db = jnp.where(reset, jnp.zeros_like(db), db)
@@ -67,11 +79,11 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
 
     @jax.custom_vjp
     def f(x, p):
-        outs, _ = batching.launcher(op, axis, reverse, out_dtype, False)(x, p)
+        outs, _ = _launch(op, axis, reverse, out_dtype, False, x, p)
         return outs
 
     def f_fwd(x, p):
-        outs, h = batching.launcher(op, axis, reverse, out_dtype, True)(x, p)
+        outs, h = _launch(op, axis, reverse, out_dtype, True, x, p)
         if h is None:
             h = outs[0] if isinstance(outs, tuple) else outs
         return outs, (x, p, h)
@@ -92,6 +104,8 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
         (_, b), coef_vjp, reset = jax.vjp(coefficients, xf_c, p_c, has_aux=True)
         h = h.astype(cdt)
         _, fin_vjp = jax.vjp(finalize, h, xf_c, p_c)
+        # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
+        g = _to_varying(g, _all_varying((x, p)))
         g_h, gx_fin, gp_fin = fin_vjp(jax.tree.map(lambda t: t.astype(cdt), g))
         u, db = _adjoint(g_h, b, reset, h, axis=axis, reverse=reverse)
         gx_coef, gp_coef = coef_vjp((u, db))
@@ -104,7 +118,31 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
     return f
 
 
+def _varying(v) -> frozenset:
+    """The manual mesh axes along which `v` varies (inside shard_map; empty elsewhere)."""
+    if v is None:
+        return frozenset()
+    mat = getattr(jax.typeof(v), "manual_axis_type", None)
+    return frozenset(getattr(mat, "varying", ()))
+
+
+def _to_varying(tree, axes: frozenset):
+    """Marks every array of `tree` as varying along `axes` (a no-op for those that already do)."""
+
+    def cast(v):
+        missing = tuple(sorted(axes - _varying(v)))
+        return jax.lax.pcast(v, missing, to="varying") if missing else v
+
+    return jax.tree.map(cast, tree)
+
+
 def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, out_dtype):
     """The op on the Triton kernels, differentiable and vmappable; outputs in `out_dtype`."""
     p = {k: v if _is_float(v) else jnp.asarray(v, jnp.float32) for k, v in p.items()}
+    # Inside a shard_map the kernels' outputs vary along the manual axes of any input: every
+    # input is made to vary along them too, so that the gradient of one that did not (a γ shared
+    # by the devices) is summed over the devices by the transpose of that cast.
+    axes = _all_varying((x, p))
+    if axes:
+        x, p = _to_varying((x, p), axes)
     return _op(op, axis, reverse, jnp.dtype(out_dtype))(x, p)
