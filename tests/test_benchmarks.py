@@ -244,3 +244,34 @@ def test_ppo_update_quick(tmp_path):
         else:
             assert r["update_device_ms"] is None  # not profiled
     assert "| envs×steps | implementation |" in (tmp_path / "ppo.md").read_text()
+
+
+def test_multi_gpu_quick(tmp_path):
+    """The scaling harness on two forced CPU devices: every variant correct, no collective."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "mg.json"
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    env.pop("TRITON_INTERPRET", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.multi_gpu", "--quick", "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    head, *records = json.loads(out.read_text())
+    assert head["record"] == "header" and head["devices_sharded"] == 2
+    # gae and linear_scan forward, gae fwd+bwd; both layouts; 1 device, 2 Auto, 2 Explicit.
+    assert len(records) == 3 * 2 * 3
+    assert {(r["devices"], r["axis_type"]) for r in records} == {(1, None), (2, "Auto"), (2, "Explicit")}
+    for r in records:
+        assert r["correct"] and r["collectives"] == [] and r["rel_err"] <= 1e-4, r
+        assert r["injit_us"] > 0 and r["speedup"] > 0
+    table = (tmp_path / "mg.md").read_text()
+    assert table.count("\n| gae |") == 4 and "2 devices, Explicit" in table
