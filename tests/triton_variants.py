@@ -105,7 +105,15 @@ def _recording(found: dict):
 
 # (T, batch, time_axis): one pass time-major, one pass batch-major, split rows with the look-back
 # (both layouts), general layout, split rows in three launches (too many chunks for the look-back).
-LAYOUTS = ((16, (64,), 0), (16, (64,), -1), (4096, (2,), 0), (4096, (2,), -1), (8, (2, 3), 1), (16384, (32,), 0))
+LAYOUTS = (
+    (16, (64,), 0),
+    (16, (64,), -1),
+    (4096, (2,), 0),
+    (4096, (2,), -1),
+    (8, (2, 3), 1),
+    (16384, (32,), 0),
+    (4096, (512,), -1),  # batch-major rows scanned whole, a row per program (BT = 4096)
+)
 
 
 def calls() -> list[tuple[cases.Inputs, dict]]:

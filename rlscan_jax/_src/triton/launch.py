@@ -147,6 +147,8 @@ def next_pow2(x: int) -> int:
 # - rows that fit one block (T <= MAX_BT batch-major, T <= MAX_BT_TIME_MAJOR time-major) are
 #   scanned whole, several rows per program, BLOCK_ELEMS elements per block (at least
 #   MIN_ROWS_TIME_MAJOR rows time-major, for coalesced loads);
+# - batch-major rows of up to MAX_BT_WHOLE_ROWS steps, when there are at least MIN_ROWS_WHOLE
+#   of them, are scanned whole, one row per program (no split);
 # - longer rows are split one chunk per program (PHASE 3's look-back) in blocks of
 #   SPLIT_BLOCK_ELEMS: batch-major SPLIT_ROWS_BATCH_MAJOR rows, time-major up to
 #   MIN_ROWS_TIME_MAJOR rows and at least SPLIT_BT_TIME_MAJOR steps;
@@ -160,6 +162,8 @@ MAX_BT_TIME_MAJOR = 128
 MIN_ROWS_TIME_MAJOR = 32
 SPLIT_ROWS_BATCH_MAJOR = 4
 SPLIT_BT_TIME_MAJOR = 64
+MAX_BT_WHOLE_ROWS = 4096
+MIN_ROWS_WHOLE = 512
 LOOKBACK_FOLD = 0.5
 TARGET_PROGRAMS = 528
 THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most 8 warps
@@ -203,6 +207,8 @@ def plan(g: Geometry) -> Plan:
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
+        elif T <= MAX_BT_WHOLE_ROWS and N >= MIN_ROWS_WHOLE:
+            BT, BB = t2, 1  # enough rows to fill the GPU: each program scans whole rows
         else:
             BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
             BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
