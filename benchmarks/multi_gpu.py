@@ -12,7 +12,8 @@ partitions the program; the Triton kernels go through `custom_partitioning`) and
 
 How. `benchmarks.run.make_loop` runs K calls inside one jitted program (every call kept, none
 hoisted); the in-jit time per call is the loop's wall time over K, median with p10/p90 of
-`--repeats` loops, taken in rounds that time every variant of a case once each. Before timing,
+`--repeats` loops, taken in rounds that time every variant of a case once each (the loop's
+layout pinning is off: XLA gathers a sharded array to apply it). Before timing,
 each sharded result is compared with the one-device result (relative error, as the suite's
 gate: a wrong result is recorded with no time) and the compiled HLO is searched for
 collectives: there must be none (per-step inputs only, so no shared parameter's gradient

@@ -5,15 +5,18 @@
 # Blackwell's ptxas, CUPTI and proton for profiling, test instrumentation), re-packed with xz
 # (about 95 MB) and split into two git-ignored folders .t37a and .t37b of under 60 MiB each.
 #
-# On the GPU machine, two calls in a row (the second within the 30 s the machine stays warm;
-# ignored paths from the first call stay there):
-#   call 1: carry [".t37a"], command: true
-#   call 2: carry [".t37b", ".whl"], command:
-#     mkdir -p /tmp/site37 && cat .t37a/part-* .t37b/part-* | xz -d | tar x -C /tmp/site37 &&
+# On the GPU machine, two calls in a row (the second while the machine is still warm). A carried
+# folder that the next call does not name is removed there, so the first call copies its part
+# out of the checkout:
+#   call 1: carry [".t37a"], command: cp .t37a/part-00 /tmp/t37-part-00
+#   call 2: carry [".t37b"], command:
+#     mkdir -p /tmp/site37 && cat /tmp/t37-part-00 .t37b/part-* | xz -d | tar x -C /tmp/site37 &&
 #     python3 -m pip install -q --no-index --no-deps --target /tmp/site37 .t37b/*.whl &&
 #     export PYTHONPATH=/tmp/site37:$PWD && python3 -c "import triton, jax_triton; print(triton.__version__)" &&
-#     cd tests && python3 -m pytest -q -n 8 test_gpu.py
-# (.whl must not hold jax-triton 0.3.1 for that call: one version of a package per install.)
+#     python3 -m pytest -q -n 16 -m "gpu or not (triton_interpret or slow)" -k "gpu or triton" tests ...
+#     (the selection of run.sh; run.sh itself would put jax-triton 0.3.1 from .whl first)
+# Seen on 2026-11-29 (nvidia-h200-x2): 1882 of 1883 passed, the one failure a launch count that
+# did not know 0.4's custom-call name (fixed, re-run passed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
@@ -25,6 +28,8 @@ mkdir "$work/x"
 rm -rf "$work/x/triton/backends/amd" "$work/x/triton/backends/nvidia/bin/ptxas-blackwell" \
   "$work/x/triton/backends/nvidia/lib/cupti" "$work/x/triton/_C/libproton.so" "$work/x/triton/instrumentation"
 chmod +x "$work"/x/triton/backends/nvidia/bin/*
+# triton discovers its backends through entry points: without the AMD one, drop its entry.
+sed -i '/amd/d' "$work"/x/triton-3.7.0.dist-info/entry_points.txt
 rm -rf .t37a .t37b && mkdir .t37a .t37b
 tar cf - -C "$work/x" . | xz -T0 -9 | split -b 50M -d - "$work/part-"
 mv "$work/part-00" .t37a/ && mv "$work"/part-0[1-9] .t37b/
