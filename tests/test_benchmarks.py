@@ -275,3 +275,40 @@ def test_multi_gpu_quick(tmp_path):
         assert r["injit_us"] > 0 and r["speedup"] > 0
     table = (tmp_path / "mg.md").read_text()
     assert table.count("\n| gae |") == 4 and "2 devices, Explicit" in table
+
+
+def test_occupancy_arithmetic():
+    """Compute capability 9.0 limits, worked by hand: 65536 registers in 256-register units per
+    warp, 64 warps, 32 blocks, 228 KB of shared memory with 1 KB reserved per block."""
+    from benchmarks import kernel_resources as kr
+
+    # 178 registers -> 5696 a warp, rounded to 5888; 65536 // 5888 = 11 warps -> one block of 8.
+    assert kr.occupancy(178, 32768, 8) == {
+        "blocks_per_sm": 1,
+        "warps_per_sm": 8,
+        "occupancy": 0.125,
+        "limited_by": "registers",
+    }
+    # 48 registers -> 1536 a warp; 42 warps -> 5 blocks of 8 = 40 warps.
+    assert kr.occupancy(48, 256, 8)["warps_per_sm"] == 40
+    # 32 registers, 4 warps: registers allow 16 blocks, warps 16, shared memory (60 KB) 3.
+    occ = kr.occupancy(32, 60 * 1024, 4)
+    assert occ["blocks_per_sm"] == 3 and occ["limited_by"] == "shared"
+    # Tiny blocks: the 32-block limit.
+    assert kr.occupancy(16, 0, 1) == {"blocks_per_sm": 32, "warps_per_sm": 32, "occupancy": 0.5, "limited_by": "blocks"}
+
+
+def test_kernel_resources_records_launches():
+    """The recorder sees the launches a traced call makes, with the launch plan's grid."""
+    pytest.importorskip("triton")
+    from benchmarks import kernel_resources as kr
+    from rlscan_jax._src.triton import launch
+
+    (one,) = kr.case_launches("gae", 4096, 128, "batch_major", "fwd")
+    p = launch.plan(launch.geometry((4096, 128), 1))
+    assert one.kernel.fn.__name__ == "gae_kernel"
+    assert one.grid == (p.row_blocks, 1) and one.num_warps == p.num_warps
+    assert dict(one.constexprs)["BT"] == p.BT and dict(one.constexprs)["BB"] == p.BB
+    # fwd+bwd: the forward (with the scan's h kept) and the adjoint scan.
+    names = [x.kernel.fn.__name__ for x in kr.case_launches("gae", 4096, 128, "batch_major", "fwd+bwd")]
+    assert names == ["gae_kernel", "linear_kernel"]

@@ -45,6 +45,11 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"SPLIT_ROWS_BATCH_MAJOR": 1},  # batch-major long rows: one row per block
     {"SPLIT_ROWS_BATCH_MAJOR": 16, "SPLIT_BLOCK_ELEMS": 8192},
     {"MAX_BT": 4096},  # batch-major rows up to 4096 steps in one block
+    # Time-major [128, 32] blocks need 178 registers a thread at 8 warps: one block per SM
+    # (benchmarks/results/kernel_resources_sm90.md). More warps, fewer elements per thread:
+    {"MAX_WARPS": 16},
+    {"MAX_WARPS": 32},
+    {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
 ]
 
 

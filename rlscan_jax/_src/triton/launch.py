@@ -166,7 +166,8 @@ MAX_BT_WHOLE_ROWS = 4096
 MIN_ROWS_WHOLE = 512
 LOOKBACK_FOLD = 0.5
 TARGET_PROGRAMS = 528
-THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most 8 warps
+THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most MAX_WARPS warps
+MAX_WARPS = 8
 
 
 class Geometry(NamedTuple):
@@ -235,7 +236,7 @@ def plan(g: Geometry) -> Plan:
 
 def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
-    num_warps = min(8, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+    num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 

@@ -1,0 +1,310 @@
+"""Registers, spills, shared memory and theoretical occupancy of the kernels each benchmark case
+launches, compiled for sm_90 on this machine (no GPU needed).
+
+    python -m benchmarks.kernel_resources --out benchmarks/results/kernel_resources_sm90.json
+
+For each case of the benchmark grid (op × N×T × layout, float32, fwd and fwd+bwd) the public
+function is compiled (for this machine's backend) with `launch.call` replaced by a recorder,
+which keeps every launch that the compiled program keeps: the kernel, its grid, warps and
+constexprs (block [BT, BB], PHASE). Each distinct launch is compiled
+for sm_90 with the installed triton; `ptxas -v` (triton's own ptxas, as triton picks it) reports
+registers and spill bytes of the PTX, and triton's metadata the shared memory.
+
+Theoretical occupancy on an H100 / H200 SM (compute capability 9.0: 65536 registers allocated
+per warp in units of 256, at most 64 warps, 32 blocks and 228 KB of shared memory, 1 KB of it
+reserved per block): resident blocks = min(register limit, shared-memory limit, warp limit, 32).
+`waves` is the launch's programs over (resident blocks × 132 SMs); below 1 the GPU is not full.
+A memory-bound kernel needs enough resident warps (or enough loads in flight per warp) to cover
+the memory latency; these columns say how many it can have at most.
+
+Limits: the registers are those of triton's ptxas on triton's PTX; on the GPU jaxlib assembles
+the same PTX with the CUDA plugin's own ptxas, whose count can differ a little. Nothing here is a
+measured time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+
+import jax
+
+from benchmarks import shapes
+
+SCOPE = "rlscan_launch_"
+SM_COUNT = 132  # H100 SXM / H200
+REGS_PER_SM = 65536
+REG_UNIT = 256  # registers are allocated per warp in units of 256
+MAX_WARPS = 64
+MAX_BLOCKS = 32
+SMEM_PER_SM = 228 * 1024
+SMEM_RESERVED = 1024  # per block
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    kernel: object
+    grid: tuple[int, ...]
+    num_warps: int
+    types: tuple[str, ...]
+    constexprs: tuple[tuple[str, object], ...]
+
+    @property
+    def variant_key(self) -> tuple:
+        return (self.kernel.fn.__name__, self.types, self.constexprs, self.num_warps)
+
+
+def _tests_on_path() -> None:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(here, "tests")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+@contextlib.contextmanager
+def recording(launches: list[Launch]):
+    """Records every launch the public functions make while tracing (nothing runs)."""
+    _tests_on_path()
+    import triton_variants
+
+    from rlscan_jax._src import dispatch
+    from rlscan_jax._src.triton import batching, launch, ops
+    from rlscan_jax._src.triton.kernels import common, gae, linear, retrace, returns, vtrace  # noqa: F401
+
+    # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
+
+    def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
+        v = triton_variants.variant(kernel, args, out_shapes, num_warps, constexprs)
+        launches.append(Launch(kernel, tuple(grid), num_warps, v.types, v.constexprs))
+        # Outputs that depend on the first array argument (x * 0 is not folded for floats), under
+        # a scope naming the launch: the compiled program shows which launches it keeps.
+        x = next(a for a in args if hasattr(a, "dtype"))
+        with jax.named_scope(f"{SCOPE}{len(launches) - 1}_"):
+            dep = x.reshape(-1)[0].astype(jax.numpy.float32) * 0.0
+            return [(jax.numpy.zeros(s.shape, jax.numpy.float32) + dep).astype(s.dtype) for s in out_shapes]
+
+    def clear():
+        jax.clear_caches()
+        batching.launcher.cache_clear()
+        ops._op.cache_clear()
+        dispatch.triton_unavailable_reason.cache_clear()
+
+    saved_call, saved_env = launch.call, os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"  # lets dispatch accept "triton" without a GPU
+    launch.call = fake_call
+    clear()
+    try:
+        yield
+    finally:
+        launch.call = saved_call
+        if saved_env is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved_env
+        clear()
+
+
+def case_launches(op: str, n: int, t: int, layout: str, mode: str) -> list[Launch]:
+    """The launches of one benchmark case, traced on abstract inputs."""
+    spec = shapes.SPECS[op]
+    shape = shapes.shape(n, t, layout)
+    avals = {k: jax.ShapeDtypeStruct(shape, jax.numpy.float32) for k in spec.floats}
+    avals.update({k: jax.ShapeDtypeStruct(shape, jax.numpy.bool_) for k in spec.flags})
+
+    def fwd(inputs):
+        return shapes.call(op, inputs, layout=layout, implementation="triton")
+
+    def fwd_bwd(inputs):  # as the benchmark's fwd+bwd mode: the outputs and the input gradients
+        floats = {k: inputs[k] for k in spec.floats}
+        rest = {k: v for k, v in inputs.items() if k not in floats}
+        outputs, vjp = jax.vjp(lambda f: fwd({**f, **rest}), floats)
+        return outputs, vjp(tuple(jax.numpy.ones_like(o) for o in outputs))
+
+    launches: list[Launch] = []
+    with recording(launches):
+        hlo = jax.jit(fwd if mode == "fwd" else fwd_bwd).lower(avals).compile().as_text()
+    # Tracing also sees launches the program drops (custom_vjp traces its primal function for
+    # the output types even where only the forward-with-residuals runs): keep those in the HLO.
+    kept = {int(i) for i in re.findall(SCOPE + r"(\d+)_", hlo)}
+    return [x for i, x in enumerate(launches) if i in kept]
+
+
+def _ptxas_path() -> str:
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    return get_ptxas(90).path
+
+
+def compile_resources(launch: Launch) -> dict:
+    """Registers, spill bytes and shared memory of one launch's kernel compiled for sm_90."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as compile_kernel
+
+    fn = launch.kernel
+    constexprs = dict(launch.constexprs)
+    params = [p for p in fn.arg_names if p not in constexprs]
+    signature = dict(zip(params, launch.types, strict=True))
+    signature.update({k: "constexpr" for k in constexprs})
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": launch.num_warps})
+    ptx = compiled.asm["ptx"]
+    arch = re.search(r"^\s*\.target\s+(\S+)", ptx, re.MULTILINE).group(1)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "k.ptx")
+        with open(path, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run(
+            [_ptxas_path(), "-v", f"--gpu-name={arch}", path, "-o", os.path.join(d, "k.cubin")],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    info = proc.stdout + proc.stderr
+    regs = int(re.search(r"Used (\d+) registers", info).group(1))
+    spill_st = int(re.search(r"(\d+) bytes spill stores", info).group(1))
+    spill_ld = int(re.search(r"(\d+) bytes spill loads", info).group(1))
+    stack = int(re.search(r"(\d+) bytes stack frame", info).group(1))
+    return {
+        "registers": regs,
+        "spill_store_bytes": spill_st,
+        "spill_load_bytes": spill_ld,
+        "stack_bytes": stack,
+        "shared_bytes": int(compiled.metadata.shared),
+    }
+
+
+def occupancy(registers: int, shared: int, warps: int) -> dict:
+    """Resident blocks and warps per SM (compute capability 9.0), and what limits them."""
+    per_warp = -(-registers * 32 // REG_UNIT) * REG_UNIT
+    limits = {
+        "registers": (REGS_PER_SM // per_warp) // warps,
+        "shared": SMEM_PER_SM // (shared + SMEM_RESERVED),
+        "warps": MAX_WARPS // warps,
+        "blocks": MAX_BLOCKS,
+    }
+    blocks = min(limits.values())
+    return {
+        "blocks_per_sm": blocks,
+        "warps_per_sm": blocks * warps,
+        "occupancy": blocks * warps / MAX_WARPS,
+        "limited_by": min(limits, key=limits.get),
+    }
+
+
+def run(
+    ops: Sequence[str],
+    grid: Sequence[tuple[int, int]],
+    layouts: Sequence[str],
+    modes: Sequence[str],
+    log=print,
+) -> list[dict]:
+    cache: dict[tuple, dict] = {}
+    records = []
+    for n, t in grid:
+        for layout in layouts:
+            for op in ops:
+                for mode in modes:
+                    launches = case_launches(op, n, t, layout, mode)
+                    rows = []
+                    for launch in launches:
+                        if launch.variant_key not in cache:
+                            cache[launch.variant_key] = compile_resources(launch)
+                        res = cache[launch.variant_key]
+                        occ = occupancy(res["registers"], res["shared_bytes"], launch.num_warps)
+                        c = dict(launch.constexprs)
+                        programs = 1
+                        for g in launch.grid:
+                            programs *= g
+                        rows.append(
+                            {
+                                "kernel": launch.kernel.fn.__name__,
+                                "phase": c.get("PHASE"),
+                                "BT": c.get("BT"),
+                                "BB": c.get("BB"),
+                                "num_warps": launch.num_warps,
+                                "programs": programs,
+                                **res,
+                                **occ,
+                                "waves": programs / (occ["blocks_per_sm"] * SM_COUNT),
+                            }
+                        )
+                    rec = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "dtype": "float32"}
+                    rec["launches"] = rows
+                    records.append(rec)
+                    main = rows[-1] if rows else None
+                    if main is not None:
+                        log(
+                            f"{op:>18} {n}x{t} {layout:>11} {mode:>7}: {len(rows)} launches; last "
+                            f"{main['kernel']} P{main['phase']} [{main['BT']},{main['BB']}] w{main['num_warps']} "
+                            f"regs {main['registers']} spill {main['spill_store_bytes']} smem {main['shared_bytes']} "
+                            f"occ {main['occupancy']:.2f} ({main['limited_by']}) waves {main['waves']:.2f}"
+                        )
+    return records
+
+
+def markdown(head: dict, records: Sequence[dict]) -> str:
+    lines = [
+        f"Kernels of each benchmark case compiled for sm_90 with triton {head['triton']} "
+        f"({head['date'][:10]}, commit {head.get('commit') or '?'}); float32; theoretical occupancy of an "
+        "H100/H200 SM (see benchmarks/kernel_resources.py). Not measured times.",
+        "",
+        "| op | N×T | layout | mode | kernel, phase | block [BT, BB] | warps | programs | regs | spill B | smem B "
+        "| warps/SM (limit) | waves |",
+        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for r in records:
+        for x in r["launches"]:
+            lines.append(
+                f"| {r['op']} | {r['N']}×{r['T']} | {r['layout']} | {r['mode']} | {x['kernel']} P{x['phase']} "
+                f"| [{x['BT']}, {x['BB']}] | {x['num_warps']} | {x['programs']} | {x['registers']} "
+                f"| {x['spill_store_bytes']} | {x['shared_bytes']} | {x['warps_per_sm']} ({x['limited_by']}) "
+                f"| {x['waves']:.2f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="JSON path; a .md table is written beside it")
+    ap.add_argument("--ops", default=",".join(shapes.OPS))
+    ap.add_argument("--shapes", help="NxT,NxT (default: the benchmark grid)")
+    ap.add_argument("--layouts", default=",".join(shapes.LAYOUTS))
+    ap.add_argument("--modes", default=",".join(shapes.MODES))
+    args = ap.parse_args(argv)
+    grid = shapes.GRID
+    if args.shapes:
+        grid = tuple(tuple(int(v) for v in s.split("x")) for s in args.shapes.split(","))
+    import triton
+
+    head = {
+        "record": "header",
+        "triton": triton.__version__,
+        "ptxas": subprocess.run([_ptxas_path(), "--version"], capture_output=True, text=True).stdout.strip()[-60:],
+        "target": "sm_90",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": os.environ.get("RLSCAN_COMMIT"),
+    }
+    records = run(
+        args.ops.split(","), grid, args.layouts.split(","), args.modes.split(","), log=lambda s: print(s, flush=True)
+    )
+    with open(args.out, "w") as f:
+        json.dump([head, *records], f, indent=1)
+    md = os.path.splitext(args.out)[0] + ".md"
+    with open(md, "w") as f:
+        f.write(markdown(head, records))
+    print(f"{len(records)} cases -> {args.out}, {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
