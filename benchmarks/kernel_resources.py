@@ -85,12 +85,13 @@ def recording(launches: list[Launch]):
     def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
         v = triton_variants.variant(kernel, args, out_shapes, num_warps, constexprs)
         launches.append(Launch(kernel, tuple(grid), num_warps, v.types, v.constexprs))
-        # Outputs that depend on the first array argument (x * 0 is not folded for floats), under
+        # Outputs that depend on every array argument (x * 0 is not folded for floats), under
         # a scope naming the launch: the compiled program shows which launches it keeps.
-        x = next(a for a in args if hasattr(a, "dtype"))
         with jax.named_scope(f"{SCOPE}{len(launches) - 1}_"):
-            dep = x.reshape(-1)[0].astype(jax.numpy.float32) * 0.0
-            return [(jax.numpy.zeros(s.shape, jax.numpy.float32) + dep).astype(s.dtype) for s in out_shapes]
+            dep = sum(a.reshape(-1)[0].astype(jax.numpy.float32) * 0.0 for a in args if hasattr(a, "dtype"))
+            outs = [(jax.numpy.zeros(s.shape, jax.numpy.float32) + dep).astype(s.dtype) for s in out_shapes]
+            # Not fused into a consumer (whose name the fusion would carry), dropped only if dead.
+            return list(jax.lax.optimization_barrier(outs))
 
     def clear():
         jax.clear_caches()
@@ -123,15 +124,20 @@ def case_launches(op: str, n: int, t: int, layout: str, mode: str) -> list[Launc
     def fwd(inputs):
         return shapes.call(op, inputs, layout=layout, implementation="triton")
 
-    def fwd_bwd(inputs):  # as the benchmark's fwd+bwd mode: the outputs and the input gradients
+    def fwd_bwd(inputs, cotangents):  # as the benchmark's fwd+bwd mode: outputs and input gradients
         floats = {k: inputs[k] for k in spec.floats}
         rest = {k: v for k, v in inputs.items() if k not in floats}
         outputs, vjp = jax.vjp(lambda f: fwd({**f, **rest}), floats)
-        return outputs, vjp(tuple(jax.numpy.ones_like(o) for o in outputs))
+        return outputs, vjp(tuple(cotangents))
 
     launches: list[Launch] = []
     with recording(launches):
-        hlo = jax.jit(fwd if mode == "fwd" else fwd_bwd).lower(avals).compile().as_text()
+        if mode == "fwd":
+            lowered = jax.jit(fwd).lower(avals)
+        else:
+            cts = jax.eval_shape(fwd, avals)
+            lowered = jax.jit(fwd_bwd).lower(avals, cts)
+        hlo = lowered.compile().as_text()
     # Tracing also sees launches the program drops (custom_vjp traces its primal function for
     # the output types even where only the forward-with-residuals runs): keep those in the HLO.
     kept = {int(i) for i in re.findall(SCOPE + r"(\d+)_", hlo)}

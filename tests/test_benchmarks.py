@@ -312,3 +312,16 @@ def test_kernel_resources_records_launches():
     # fwd+bwd: the forward (with the scan's h kept) and the adjoint scan.
     names = [x.kernel.fn.__name__ for x in kr.case_launches("gae", 4096, 128, "batch_major", "fwd+bwd")]
     assert names == ["gae_kernel", "linear_kernel"]
+    # Rows split in three launches: summaries, carries, rescan; the gradient's adjoint likewise.
+    split = [
+        (x.kernel.fn.__name__, dict(x.constexprs).get("PHASE"))
+        for x in kr.case_launches("gae", 1024, 4096, "time_major", "fwd+bwd")
+    ]
+    assert split == [
+        ("gae_kernel", 1),
+        ("carry_kernel", None),
+        ("gae_kernel", 2),
+        ("linear_kernel", 1),
+        ("carry_kernel", None),
+        ("linear_kernel", 2),
+    ]
