@@ -50,6 +50,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"MAX_WARPS": 16},
     {"MAX_WARPS": 32},
     {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
+    {"MIN_ROWS_TIME_MAJOR": 16},  # [128, 16]: 8 elements a thread at 8 warps
 ]
 
 
