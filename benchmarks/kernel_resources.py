@@ -76,13 +76,7 @@ def recording(launches: list[Launch]):
     _tests_on_path()
     import triton_variants
 
-    from rlscan_jax._src import dispatch
-    from rlscan_jax._src.triton import batching, launch, ops
-    from rlscan_jax._src.triton.kernels import common, gae, linear, retrace, returns, vtrace  # noqa: F401
-
-    # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
-
-    def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
         v = triton_variants.variant(kernel, args, out_shapes, num_warps, constexprs)
         launches.append(Launch(kernel, tuple(grid), num_warps, v.types, v.constexprs))
         # Outputs that depend on every array argument (x * 0 is not folded for floats), under
@@ -93,25 +87,8 @@ def recording(launches: list[Launch]):
             # Not fused into a consumer (whose name the fusion would carry), dropped only if dead.
             return list(jax.lax.optimization_barrier(outs))
 
-    def clear():
-        jax.clear_caches()
-        batching.launcher.cache_clear()
-        ops._op.cache_clear()
-        dispatch.triton_unavailable_reason.cache_clear()
-
-    saved_call, saved_env = launch.call, os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"  # lets dispatch accept "triton" without a GPU
-    launch.call = fake_call
-    clear()
-    try:
+    with triton_variants.recording(on_launch):
         yield
-    finally:
-        launch.call = saved_call
-        if saved_env is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = saved_env
-        clear()
 
 
 def case_launches(op: str, n: int, t: int, layout: str, mode: str) -> list[Launch]:

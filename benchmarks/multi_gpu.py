@@ -26,11 +26,9 @@ import argparse
 import concurrent.futures
 import contextlib
 import dataclasses
-import datetime
 import functools
 import json
 import os
-import platform
 import re
 import sys
 import time
@@ -208,19 +206,10 @@ def measure(settings: Settings, ndev: int, log=print) -> list[dict]:
 
 
 def header(settings: Settings, ndev: int) -> dict:
-    dev = jax.devices()[0]
     return {
         "record": "header",
-        "device": dev.device_kind,
-        "platform": dev.platform,
-        "device_count": jax.device_count(),
+        **run.environment(),
         "devices_sharded": ndev,
-        "jax": run._version("jax"),
-        "jaxlib": run._version("jaxlib"),
-        "triton": run._version("triton"),
-        "jax_triton": run._version("jax-triton"),
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": os.environ.get("RLSCAN_COMMIT"),
         "settings": dataclasses.asdict(settings),
     }

@@ -29,10 +29,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import functools
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,7 +38,6 @@ from collections.abc import Callable, Sequence
 import jax
 import numpy as np
 
-import rlscan_jax
 from benchmarks import devicetime, run
 from examples import ppo
 
@@ -95,25 +92,12 @@ def _avals(tree):
 
 def header(settings: Settings, unavailable: dict[str, str], argv: Sequence[str] = ()) -> dict:
     """Device, versions, date and the PPO configuration of the run."""
-    dev = jax.devices()[0]
     config = dataclasses.asdict(make_config(settings.sizes[0], settings.num_steps))
     config.update(num_envs=list(settings.sizes), implementation=list(settings.impls))
     return {
         "record": "header",
         "benchmark": "ppo_update",
-        "device": dev.device_kind,
-        "platform": dev.platform,
-        "jax": jax.__version__,
-        "jaxlib": run._version("jaxlib"),
-        "triton": run._version("triton"),
-        "jax_triton": run._version("jax-triton") or run._version("jax_triton"),
-        "gymnax": run._version("gymnax"),
-        "optax": run._version("optax"),
-        "rlscan_jax": rlscan_jax.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "host": platform.node(),
+        **run.environment("gymnax", "optax"),
         "dispatch_us": run._round(run.dispatch_us()),
         "implementations": list(settings.impls),
         "unavailable": unavailable,

@@ -451,10 +451,11 @@ def dispatch_us() -> float:
     return float(np.median(times)) * 1e6
 
 
-def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> dict:
+def environment(*packages: str) -> dict:
+    """Where a result was measured: the device, the versions (jax, jaxlib, triton, jax-triton,
+    rlscan_jax, numpy, Python, and `packages`), the date and the host, for a results header."""
     dev = jax.devices()[0]
     return {
-        "record": "header",
         "device": dev.device_kind,
         "platform": dev.platform,
         "device_count": jax.device_count(),
@@ -462,12 +463,19 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
         "jaxlib": _version("jaxlib"),
         "triton": _version("triton"),
         "jax_triton": _version("jax-triton") or _version("jax_triton"),
-        "rlax": _version("rlax"),
+        **{name: _version(name) for name in packages},
         "rlscan_jax": rlscan_jax.__version__,
         "numpy": np.__version__,
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "host": platform.node(),
+    }
+
+
+def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> dict:
+    return {
+        "record": "header",
+        **environment("rlax"),
         **copy,
         "copy_bw_gbps": _round(copy["copy_bw_gbps"]),
         "dispatch_us": _round(dispatch_us()),

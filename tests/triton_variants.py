@@ -68,7 +68,10 @@ def key(v: Variant) -> tuple | None:
 
 
 @contextlib.contextmanager
-def _recording(found: dict):
+def recording(on_launch):
+    """Replaces `launch.call` while tracing: each launch calls `on_launch(kernel, grid, args,
+    out_shapes, num_warps, constexprs)`, whose return value stands for the kernel's outputs
+    (None: zeros). Nothing runs; "triton" is accepted without a GPU."""
     from rlscan_jax._src import dispatch
     from rlscan_jax._src.triton import batching, launch, ops
     from rlscan_jax._src.triton.kernels import common, gae, linear, retrace, returns, vtrace  # noqa: F401
@@ -76,11 +79,8 @@ def _recording(found: dict):
     # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
 
     def fake_call(kernel, *, grid, args, out_shapes, num_warps=4, zeroed=(), **constexprs):
-        v = variant(kernel, args, out_shapes, num_warps, constexprs)
-        k = key(v)
-        if k is not None:
-            found.setdefault(k, v)
-        return [jnp.zeros(s.shape, s.dtype) for s in out_shapes]
+        outs = on_launch(kernel, grid, args, out_shapes, num_warps, constexprs)
+        return [jnp.zeros(s.shape, s.dtype) for s in out_shapes] if outs is None else outs
 
     def clear():
         jax.clear_caches()
@@ -161,7 +161,14 @@ def functions(inp: cases.Inputs, args: dict, implementation: str):
 
 def record() -> list[Variant]:
     found: dict[tuple, Variant] = {}
-    with _recording(found):
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        v = variant(kernel, args, out_shapes, num_warps, constexprs)
+        k = key(v)
+        if k is not None:
+            found.setdefault(k, v)
+
+    with recording(on_launch):
         for inp, args in calls():
             arrays, forward, grad = functions(inp, args, "triton")
             jax.eval_shape(forward, arrays)

@@ -10,12 +10,7 @@ mkdir -p "$out"
 # NVLink multicast stays off on the shared hosts (see the device notes); nothing here uses NCCL
 # collectives by design, but a stray one must not turn it on.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+source tests/gpu_runs/wheels.sh
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi -L
 timeout "${BENCH_LIMIT:-240}" python3 -m benchmarks.multi_gpu --out "$out/multi_gpu.json" 2>&1 | tee "$out/multi_gpu.log"

@@ -7,12 +7,7 @@ set -u
 out=${1:?usage: run.sh OUTDIR [pytest args]}
 shift
 mkdir -p "$out"
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+source tests/gpu_runs/wheels.sh
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi -L
 # The kernels' tests: test_gpu.py and every test of the CPU grid parametrized with "triton"

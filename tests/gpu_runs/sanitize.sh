@@ -29,12 +29,7 @@ set -u
 out=${1:?usage: sanitize.sh OUTDIR}
 mkdir -p "$out"
 start=$SECONDS
-if compgen -G ".whl/*.whl" >/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+source tests/gpu_runs/wheels.sh
 # One cudaMalloc per buffer (no pool), so that memcheck sees every buffer's bounds; line numbers
 # of the kernels' Python source in the reports (ptxas flags, read by jaxlib's Triton launcher).
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform
