@@ -290,9 +290,11 @@ def sweep(opts) -> int:
             return 2
         what = f"--only {opts.only}"
     else:
-        i, n = opts.shard
-        todo = selection[i * len(selection) // n : (i + 1) * len(selection) // n]
-        what = f"shard {i}/{n}"
+        todo, what = selection, "all"
+    i, n = opts.shard
+    if n > 1:  # the I-th slice of the calls (of --only's calls with --only)
+        todo = todo[i * len(todo) // n : (i + 1) * len(todo) // n]
+        what = f"shard {i}/{n} of {what}"
     shard = f"{opts.shard[0]}/{opts.shard[1]}"
     print(f"record(): {len(recorded)} variants; this run: {len(todo)} calls ({what})", flush=True)
     print("SWEEP-CALLS " + json.dumps([[i, ids[i]] for i in todo]), flush=True)
@@ -406,7 +408,7 @@ def canary() -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a few calls per op (a smoke run)")
-    p.add_argument("--shard", default="0/1", help="I/N: run the I-th of N contiguous slices of the calls")
+    p.add_argument("--shard", default="0/1", help="I/N: the I-th of N slices of the calls (of --only's)")
     p.add_argument("--only", help="these calls alone: indices into calls(), ranges I-J or call ids, comma-separated")
     p.add_argument("--ptx-cache", help="keep jax-triton's PTX here, shared between processes")
     p.add_argument("--ref-cache", help="keep the reference outputs here, shared between processes")
@@ -417,8 +419,6 @@ def main(argv=None) -> int:
     i, n = (int(x) for x in opts.shard.split("/"))
     if not 0 <= i < n:
         p.error(f"--shard {opts.shard}: need 0 <= I < N")
-    if opts.only and (i, n) != (0, 1):
-        p.error("--only and --shard: give one of them")
     opts.shard = (i, n)
     if opts.canary:
         return canary()

@@ -1,6 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major]
+(time_major: only the time-major shapes)
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
@@ -25,6 +26,8 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((65536, 16), 1),
     ((8, 32768), 0),
     ((1024, 4096), 0),
+    ((512, 16384), 0),
+    ((4096, 512), 0),
     ((4096, 1024), 1),
     ((4096, 1024), 0),
     ((131072, 8), 0),
@@ -51,6 +54,8 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"MAX_WARPS": 32},
     {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
     {"MIN_ROWS_TIME_MAJOR": 16},  # [128, 16]: 8 elements a thread at 8 warps
+    {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
+    {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
 ]
 
 
@@ -87,7 +92,7 @@ def configure(cfg):
     ops._op.cache_clear()
 
 
-def main(out, ops_=("gae",)):
+def main(out, ops_=("gae",), only_time_major=False):
     x = jnp.ones((1 << 29,), jnp.float32)
     cp = jax.jit(lambda x: x * 1.0000001)
     jax.block_until_ready(cp(x))
@@ -98,6 +103,8 @@ def main(out, ops_=("gae",)):
     records = []
     for op in ops_:
         for shape, axis in SHAPES:
+            if only_time_major and (axis != 0 or len(shape) < 2):
+                continue
             ref_fn, nbytes = make(op, shape, axis, "associative")
             ref = jax.tree.leaves(ref_fn())
             g = launch.geometry(shape, axis % len(shape))
@@ -143,4 +150,8 @@ def main(out, ops_=("gae",)):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("gae",))
+    main(
+        sys.argv[1],
+        tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("gae",),
+        len(sys.argv) > 3 and sys.argv[3] == "time_major",
+    )

@@ -146,15 +146,16 @@ def next_pow2(x: int) -> int:
 # the choice are in tests/gpu_runs/tune_h200.md). A program scans a [BT, BB] block:
 # - rows that fit one block (T <= MAX_BT batch-major, T <= MAX_BT_TIME_MAJOR time-major) are
 #   scanned whole, several rows per program, BLOCK_ELEMS elements per block (at least
-#   MIN_ROWS_TIME_MAJOR rows time-major, for coalesced loads);
+#   MIN_ROWS_TIME_MAJOR_WHOLE rows time-major, for coalesced loads);
 # - batch-major rows of up to MAX_BT_WHOLE_ROWS steps, when there are at least MIN_ROWS_WHOLE
 #   of them, are scanned whole, one row per program (no split);
 # - longer rows are split one chunk per program (PHASE 3's look-back) in blocks of
 #   SPLIT_BLOCK_ELEMS: batch-major SPLIT_ROWS_BATCH_MAJOR rows, time-major up to
-#   MIN_ROWS_TIME_MAJOR rows and at least SPLIT_BT_TIME_MAJOR steps;
+#   MIN_ROWS_TIME_MAJOR rows and at least SPLIT_BT_TIME_MAJOR steps (SPLIT_BLOCK_ELEMS_FEW_ROWS
+#   with 8 to MIN_ROWS_TIME_MAJOR - 1 rows, where the look-back's fold stays within MAX_FOLD_ELEMS);
 # - where a row has more chunks than LOOKBACK_FOLD · BT (the look-back's fold would cost more
-#   than the block itself), the three-launch split runs instead, with BLOCK_ELEMS blocks,
-#   enough segments for TARGET_PROGRAMS programs.
+#   than the block itself), the three-launch split runs instead, with BLOCK_ELEMS blocks
+#   (time-major: ROWS_TIME_MAJOR_THREE_LAUNCH rows), enough segments for TARGET_PROGRAMS programs.
 BLOCK_ELEMS = 1024
 SPLIT_BLOCK_ELEMS = 4096
 MAX_BT = 1024
@@ -168,6 +169,10 @@ LOOKBACK_FOLD = 0.5
 TARGET_PROGRAMS = 528
 THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most MAX_WARPS warps
 MAX_WARPS = 8
+MIN_ROWS_TIME_MAJOR_WHOLE = 16
+ROWS_TIME_MAJOR_THREE_LAUNCH = 64
+SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
+MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 
 
 class Geometry(NamedTuple):
@@ -201,8 +206,11 @@ class Plan(NamedTuple):
     lookback: bool  # one launch, one chunk per program (PHASE 3)
 
 
-def plan(g: Geometry) -> Plan:
-    """Block sizes and the split of long rows, by layout and shape (see the constants above)."""
+def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
+    """Block sizes and the split of long rows, by layout and shape (see the constants above).
+
+    `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
+    """
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     if g.layout == 1:
@@ -214,16 +222,22 @@ def plan(g: Geometry) -> Plan:
             BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
             BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
     elif T <= MAX_BT_TIME_MAJOR:
-        BT, BB = t2, min(n2, max(MIN_ROWS_TIME_MAJOR, BLOCK_ELEMS // t2))
+        BT, BB = t2, min(n2, max(MIN_ROWS_TIME_MAJOR_WHOLE, BLOCK_ELEMS // t2))
     else:
         BB = min(n2, MIN_ROWS_TIME_MAJOR)
         BT = SPLIT_BT_TIME_MAJOR if BB == MIN_ROWS_TIME_MAJOR else max(SPLIT_BT_TIME_MAJOR, SPLIT_BLOCK_ELEMS // BB)
+        if 8 <= BB < MIN_ROWS_TIME_MAJOR:
+            bt = (few_rows_elems or SPLIT_BLOCK_ELEMS_FEW_ROWS) // BB
+            if next_pow2(cdiv(T, bt)) * BB <= MAX_FOLD_ELEMS:  # a fold as large as those compiled
+                BT = bt
         BT = min(t2, BT)
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     if chunks > 1 and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
         return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
+        if g.layout != 1:
+            BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
         BT = min(BT, max(2, BLOCK_ELEMS // BB))
         chunks = cdiv(T, BT)
     row_blocks = cdiv(N, BB)
@@ -250,6 +264,7 @@ def scan_call(
     reverse: bool,
     f64: bool,
     initial: jax.Array | None = None,
+    few_rows_elems: int | None = None,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -260,7 +275,7 @@ def scan_call(
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
-    p = plan(g)
+    p = plan(g, few_rows_elems)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
