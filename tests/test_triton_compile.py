@@ -5,6 +5,8 @@ A kernel that does not compile for the GPU fails CI here, before anyone reaches 
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 triton = pytest.importorskip("triton", reason="the test extra installs triton")
@@ -47,15 +49,16 @@ def test_plan_folds_are_bounded():
     from rlscan_jax._src.triton import launch
 
     largest = {(bt, bb): kp for bt, bb, kp in LARGEST_FOLDS}
-    for axis in (0, 1):
-        for n in (1, 2, 3, 4, 8, 16, 32, 1024):
-            for t in (2**k for k in range(1, 25)):
-                shape = (t, n) if axis == 0 else (n, t)
-                p = launch.plan(launch.geometry(shape, axis))
-                if p.lookback:
-                    kp = launch.next_pow2(p.nseg)
-                    assert kp * p.BB <= max(b * k for (_, b), k in largest.items()), (shape, p)
-                    assert kp <= p.BT // 2, (shape, p)
+    for axis, n, few_rows_elems in itertools.product(
+        (0, 1), (1, 2, 3, 4, 8, 16, 24, 32, 1024), (None, launch.SPLIT_BLOCK_ELEMS)
+    ):
+        for t in (2**k for k in range(1, 25)):
+            shape = (t, n) if axis == 0 else (n, t)
+            p = launch.plan(launch.geometry(shape, axis), few_rows_elems)
+            if p.lookback:
+                kp = launch.next_pow2(p.nseg)
+                assert kp * p.BB <= max(b * k for (_, b), k in largest.items()), (shape, p)
+                assert kp <= p.BT // 2, (shape, p)
 
 
 @pytest.mark.parametrize("variant", VARIANTS + _largest_folds(), ids=lambda v: v.name)
