@@ -473,8 +473,8 @@ def test_driver_keys_launches_as_record_does(monkeypatch, capsys):
         assert sanitize_driver.main(["--trace-only", "--only", f"3-4,0,{name}"]) == 0
         only = capsys.readouterr().out
         assert sanitize_driver.main(["--trace-only", "--only", "100000"]) == 2
-        with pytest.raises(SystemExit):  # --only and --shard together
-            sanitize_driver.main(["--trace-only", "--only", "0", "--shard", "1/2"])
+        assert sanitize_driver.main(["--trace-only", "--only", "0,3-4", "--shard", "1/2"]) == 0
+        sliced = capsys.readouterr().out  # the second of two slices of --only's calls
     finally:
         jax.clear_caches()
         batching.launcher.cache_clear()
@@ -497,6 +497,8 @@ def test_driver_keys_launches_as_record_does(monkeypatch, capsys):
     assert b["complete"] and b["only"] == f"3-4,0,{name}"
     assert sorted(b["calls_given"]) == sorted(b["calls_finished"]) == b["result"]["indices"] == sorted({0, 3, 4, index})
     assert all(b["calls_finished"][i] == a["calls_finished"][i] for i in b["calls_given"])
+    c = analysed(sliced)
+    assert c["complete"] and sorted(c["calls_given"]) == sorted(c["calls_finished"]) == [3, 4]
 
 
 def test_ptx_cache_compiles_each_kernel_once(tmp_path, monkeypatch):
