@@ -44,6 +44,18 @@ def _largest_folds():
     return out
 
 
+def _segment_variants():
+    """GAE's PHASE 4 (time-major segments, off by default), in the blocks tune.py tries."""
+    out = []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if v.kernel.fn.__name__ == "gae_kernel" and c.get("PHASE") == 3 and c.get("LAYOUT") == 0:
+            for bt, bb, kp, warps in ((8, 128, 16, 1), (4, 128, 16, 1), (8, 256, 8, 2)):
+                constexprs = tuple(sorted({**c, "PHASE": 4, "BT": bt, "BB": bb, "KP": kp}.items()))
+                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
+    return out
+
+
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -61,7 +73,7 @@ def test_plan_folds_are_bounded():
                 assert kp <= p.BT // 2, (shape, p)
 
 
-@pytest.mark.parametrize("variant", VARIANTS + _largest_folds(), ids=lambda v: v.name)
+@pytest.mark.parametrize("variant", VARIANTS + _largest_folds() + _segment_variants(), ids=lambda v: v.name)
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource

@@ -54,12 +54,19 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"MAX_WARPS": 32},
     {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
     {"MIN_ROWS_TIME_MAJOR": 16},  # [128, 16]: 8 elements a thread at 8 warps
+    # GAE only: time-major segments walked twice (PHASE 4), one column block [BT, 128·W] a program.
+    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 8},
+    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8},
+    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 4},
+    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_WARPS": 2},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
 ]
 
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
+# What each op's launcher passes to the plan besides the shape (as rlscan_jax/_src/triton/launchers).
+PLAN_ARGS = {"gae": lambda: (None, True), "vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS,)}
 
 
 def make(op, shape, axis, impl):
@@ -111,7 +118,7 @@ def main(out, ops_=("gae",), only_time_major=False):
             jobs, seen = [], {}
             for cfg in CONFIGS:
                 configure(cfg)
-                p = launch.plan(g)
+                p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 if p in seen:
                     continue
                 try:

@@ -19,6 +19,10 @@ ways:
 - PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
   segment's incoming carry, and PHASE 2 rescans each segment from that carry (three launches;
   used where a row has too many chunks for PHASE 3's fold).
+- PHASE 4 (one launch; GAE only so far, off unless launch.TM_SEGMENT_STEPS is set): one segment
+  of CPS chunks per program, walked twice: first for the segment's composite (as PHASE 1), which
+  goes through PHASE 3's look-back, then again from the carry it returns, storing the outputs
+  (inputs read twice, the second time from L2 where the segments in flight fit there).
 
 The carry entering a segment maps to the state h at each position as
     h_t = A_t + B_t · carry
@@ -47,10 +51,10 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
-    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
-    if PHASE == 3:
-        nseg = tl.cdiv(T, BT)
+def program(p_sync, T, CPS, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
+    """(row block, segment) of this program; PHASE 3 and 4 take a ticket, handed out in scan order."""
+    if PHASE >= 3:
+        nseg = tl.cdiv(T, BT * CPS)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
         i_b = ticket // nseg
         k = ticket % nseg
@@ -189,11 +193,12 @@ def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
     """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map.
 
     PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged.
+    PHASE 4 programs compose their segment's map on the first walk (as PHASE 1).
     """
     if PHASE == 3:
         return ch, cb
     else:
-        if PHASE == 1:
+        if PHASE == 1 or PHASE == 4:
             b_e = row(B, o_t, t_exit)
             cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
         return row(h, o_t, t_exit), cb
@@ -219,19 +224,46 @@ def lookback(
     BT: tl.constexpr,
     KP: tl.constexpr,
 ):
-    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
+    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it."""
+    t_exit = exit_time(i_s, BT, REVERSE)
+    a_x = row(A, o_t, t_exit)
+    b_x = row(B, o_t, t_exit)
+    return lookback_carry(
+        a_x, b_x, o_n, N, T, BT, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP
+    )
 
-    Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
-    flag (release); waits for the flags of the chunks before it in scan order; folds their
-    composites in scan order and applies the fold to the window's initial carry.
+
+@triton.jit
+def lookback_carry(
+    a_x,
+    b_x,
+    o_n,
+    N,
+    T,
+    L,
+    i_b,
+    i_s,
+    p_agg_a,
+    p_agg_b,
+    p_sync,
+    p_init,
+    HAS_INITIAL: tl.constexpr,
+    REVERSE: tl.constexpr,
+    F64: tl.constexpr,
+    KP: tl.constexpr,
+):
+    """The carry [BB] entering segment i_s (L steps each), given the segment's composite (a_x, b_x).
+
+    Publishes the composite at slot (i_b, i_s) and raises its flag (release); waits for the
+    flags of the segments before it in scan order; folds their composites in scan order and
+    applies the fold to the window's initial carry.
     """
-    BB: tl.constexpr = A.shape[1]
-    nseg = tl.cdiv(T, BT)
+    BB: tl.constexpr = a_x.shape[0]
+    nseg = tl.cdiv(T, L)
     base = i_b.to(tl.int64) * nseg
     o_r = tl.arange(0, BB)
-    t_exit = exit_time(i_s, BT, REVERSE)
-    tl.store(p_agg_a + (base + i_s) * BB + o_r, row(A, o_t, t_exit).to(p_agg_a.dtype.element_ty))
-    tl.store(p_agg_b + (base + i_s) * BB + o_r, row(B, o_t, t_exit).to(p_agg_b.dtype.element_ty))
+    tl.store(p_agg_a + (base + i_s) * BB + o_r, a_x.to(p_agg_a.dtype.element_ty))
+    tl.store(p_agg_b + (base + i_s) * BB + o_r, b_x.to(p_agg_b.dtype.element_ty))
     tl.debug_barrier()  # every thread's composite is written before the flag goes up
     tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
     o_k = tl.arange(0, KP)
