@@ -54,7 +54,10 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 def program(p_sync, T, CPS, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
     """(row block, segment) of this program; PHASE 3 and 4 take a ticket, handed out in scan order."""
     if PHASE >= 3:
-        nseg = tl.cdiv(T, BT * CPS)
+        if PHASE == 3:
+            nseg = tl.cdiv(T, BT)
+        else:
+            nseg = tl.cdiv(T, BT * CPS)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
         i_b = ticket // nseg
         k = ticket % nseg
@@ -224,13 +227,20 @@ def lookback(
     BT: tl.constexpr,
     KP: tl.constexpr,
 ):
-    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it."""
+    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
+
+    Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
+    flag (release); waits for the flags of the chunks before it in scan order; folds their
+    composites in scan order and applies the fold to the window's initial carry.
+    """
+    BB: tl.constexpr = A.shape[1]
+    nseg = tl.cdiv(T, BT)
+    base = i_b.to(tl.int64) * nseg
+    o_r = tl.arange(0, BB)
     t_exit = exit_time(i_s, BT, REVERSE)
-    a_x = row(A, o_t, t_exit)
-    b_x = row(B, o_t, t_exit)
-    return lookback_carry(
-        a_x, b_x, o_n, N, T, BT, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP
-    )
+    tl.store(p_agg_a + (base + i_s) * BB + o_r, row(A, o_t, t_exit).to(p_agg_a.dtype.element_ty))
+    tl.store(p_agg_b + (base + i_s) * BB + o_r, row(B, o_t, t_exit).to(p_agg_b.dtype.element_ty))
+    return fold_before(o_n, N, nseg, base, i_s, o_r, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP)
 
 
 @triton.jit
@@ -252,18 +262,36 @@ def lookback_carry(
     F64: tl.constexpr,
     KP: tl.constexpr,
 ):
-    """The carry [BB] entering segment i_s (L steps each), given the segment's composite (a_x, b_x).
-
-    Publishes the composite at slot (i_b, i_s) and raises its flag (release); waits for the
-    flags of the segments before it in scan order; folds their composites in scan order and
-    applies the fold to the window's initial carry.
-    """
+    """PHASE 4: the carry [BB] entering segment i_s (L steps each), given its composite (a_x, b_x)."""
     BB: tl.constexpr = a_x.shape[0]
     nseg = tl.cdiv(T, L)
     base = i_b.to(tl.int64) * nseg
     o_r = tl.arange(0, BB)
     tl.store(p_agg_a + (base + i_s) * BB + o_r, a_x.to(p_agg_a.dtype.element_ty))
     tl.store(p_agg_b + (base + i_s) * BB + o_r, b_x.to(p_agg_b.dtype.element_ty))
+    return fold_before(o_n, N, nseg, base, i_s, o_r, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP)
+
+
+@triton.jit
+def fold_before(
+    o_n,
+    N,
+    nseg,
+    base,
+    i_s,
+    o_r,
+    p_agg_a,
+    p_agg_b,
+    p_sync,
+    p_init,
+    HAS_INITIAL: tl.constexpr,
+    REVERSE: tl.constexpr,
+    F64: tl.constexpr,
+    KP: tl.constexpr,
+):
+    """After a program published its composite at slot base + i_s: raises its flag, waits for
+    the segments before it, folds their composites and applies the fold to the initial carry."""
+    BB: tl.constexpr = o_r.shape[0]
     tl.debug_barrier()  # every thread's composite is written before the flag goes up
     tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
     o_k = tl.arange(0, KP)

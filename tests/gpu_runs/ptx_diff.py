@@ -1,0 +1,90 @@
+"""Whether two checkouts compile every recorded kernel variant to the same PTX (no GPU needed).
+
+    python tests/gpu_runs/ptx_diff.py OLD_CHECKOUT [NEW_CHECKOUT]   # NEW defaults to this one
+
+A refactor of the kernels' source that leaves every variant's PTX unchanged keeps what the GPU
+runs (tests, sanitizer sweeps, benchmarks) valid for the new source. For each checkout, a child
+process imports that checkout's `rlscan_jax` and `tests/triton_variants.py`, compiles every
+variant `record()` finds for sm_90 with the installed triton, and hashes its PTX without the
+debug information (`.loc`, `.file`, comments, debug sections, and the `$L__tmp` labels the line
+table uses). Prints the variants whose PTX differs (and those only one side records); exit
+status 1 if any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+
+def normalized(ptx: str) -> str:
+    """The PTX's instructions and declarations, without debug information."""
+    keep, in_debug = [], False
+    for line in ptx.splitlines():
+        s = line.strip()
+        if s.startswith(".section") and "debug" in s:
+            in_debug = True
+        if in_debug:
+            in_debug = s != "}"
+            continue
+        if s and not s.startswith((".loc", ".file", "//", "$L__tmp")):
+            keep.append(s)
+    return "\n".join(keep)
+
+
+def hashes(root: str) -> dict[str, str]:
+    """{variant name and warps: sha256 of its normalized PTX} for the checkout at `root`."""
+    sys.path[:0] = [root, os.path.join(root, "tests")]
+    import triton_variants
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.compiler import compile as compile_kernel
+
+    out = {}
+    for v in triton_variants.record():
+        constexprs = dict(v.constexprs)
+        params = [p for p in v.kernel.arg_names if p not in constexprs]
+        signature = dict(zip(params, v.types, strict=True))
+        signature.update({k: "constexpr" for k in constexprs})
+        src = ASTSource(fn=v.kernel, signature=signature, constexprs=constexprs)
+        ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": v.num_warps}).asm["ptx"]
+        out[f"{v.name} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
+    return out
+
+
+def _child_hashes(root: str) -> dict[str, str]:
+    proc = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--hashes", os.path.abspath(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.path.abspath(root),
+    )
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--hashes"]:
+        print(json.dumps(hashes(argv[1])))
+        return 0
+    if not 1 <= len(argv) <= 2:
+        print(__doc__)
+        return 2
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    old, new = _child_hashes(argv[0]), _child_hashes(argv[1] if len(argv) == 2 else here)
+    differ = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
+    only = sorted(old.keys() ^ new.keys())
+    for k in differ:
+        print("PTX differs:", k)
+    for k in only:
+        print("recorded on one side only:", k)
+    both = len(old.keys() & new.keys())
+    print(f"{both} variants on both sides, {len(differ)} with different PTX, {len(only)} on one side only")
+    return 1 if differ or only else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
