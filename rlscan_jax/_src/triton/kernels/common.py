@@ -262,7 +262,11 @@ def lookback_carry(
     F64: tl.constexpr,
     KP: tl.constexpr,
 ):
-    """PHASE 4: the carry [BB] entering segment i_s (L steps each), given its composite (a_x, b_x)."""
+    """PHASE 4: the carry [BB] entering segment i_s (L steps each), given its composite (a_x, b_x).
+
+    The publishing lines repeat `lookback`'s on purpose: sharing them would make `lookback`
+    compute both rows before its stores, which changes PHASE 3's PTX (tests/gpu_runs/ptx_diff.py).
+    """
     BB: tl.constexpr = a_x.shape[0]
     nseg = tl.cdiv(T, L)
     base = i_b.to(tl.int64) * nseg
