@@ -44,13 +44,17 @@ def _largest_folds():
     return out
 
 
+# (BT, BB, KP, warps) of PHASE 4's blocks with the largest folds, as tune.py tries them.
+SEGMENT_BLOCKS = ((8, 128, 16, 1), (4, 128, 16, 1), (8, 256, 8, 2), (16, 32, 64, 1), (16, 64, 32, 1))
+
+
 def _segment_variants():
     """GAE's PHASE 4 (time-major segments, off by default), in the blocks tune.py tries."""
     out = []
     for v in VARIANTS:
         c = dict(v.constexprs)
         if v.kernel.fn.__name__ == "gae_kernel" and c.get("PHASE") == 3 and c.get("LAYOUT") == 0:
-            for bt, bb, kp, warps in ((8, 128, 16, 1), (4, 128, 16, 1), (8, 256, 8, 2)):
+            for bt, bb, kp, warps in SEGMENT_BLOCKS:
                 constexprs = tuple(sorted({**c, "PHASE": 4, "BT": bt, "BB": bb, "KP": kp}.items()))
                 out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
     return out

@@ -57,8 +57,12 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # GAE only: time-major segments walked twice (PHASE 4), one column block [BT, 128·W] a program.
     {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 8},
     {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8},
+    {"TM_SEGMENT_STEPS": 128, "TM_SEGMENT_BT": 8},
     {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 4},
-    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_WARPS": 2},
+    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_BB": 256, "TM_SEGMENT_WARPS": 2},
+    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_BB": 64},
+    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 32},
+    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 64},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
 ]

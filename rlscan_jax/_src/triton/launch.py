@@ -174,12 +174,14 @@ ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 # Time-major segments (PHASE 4; off while TM_SEGMENT_STEPS is 0, and only for kernels that
-# implement PHASE 4): blocks [TM_SEGMENT_BT, 128·TM_SEGMENT_WARPS] at TM_SEGMENT_WARPS warps, so
-# that each thread holds every step of its columns and the scan along time stays in the thread;
-# a program walks a segment of at least TM_SEGMENT_STEPS steps twice (its map, then the outputs
-# from the carry that the look-back gives), segments few enough for a fold of MAX_FOLD_ELEMS.
+# implement PHASE 4): blocks [TM_SEGMENT_BT, TM_SEGMENT_BB] at TM_SEGMENT_WARPS warps (at most
+# one warp per 32 columns), so that each thread holds every step of its columns and the scan
+# along time stays in the thread; a program walks a segment of at least TM_SEGMENT_STEPS steps
+# twice (its map, then the outputs from the carry that the look-back gives), segments few
+# enough for a fold of MAX_FOLD_ELEMS.
 TM_SEGMENT_STEPS = 0
 TM_SEGMENT_BT = 8
+TM_SEGMENT_BB = 128
 TM_SEGMENT_WARPS = 1
 TM_SEGMENT_MIN_ROWS = 128
 
@@ -262,8 +264,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None, segments: bool = False)
 
 def _segment_plan(g: Geometry) -> Plan:
     """Time-major segments walked twice, joined by the look-back (PHASE 4; see TM_SEGMENT_STEPS)."""
-    BB = min(next_pow2(g.N), 128 * TM_SEGMENT_WARPS)
-    warps = max(1, BB // 128)
+    BB = min(next_pow2(g.N), TM_SEGMENT_BB)
+    warps = max(1, min(TM_SEGMENT_WARPS, BB // 32))
     BT = min(next_pow2(g.T), TM_SEGMENT_BT)
     chunks = cdiv(g.T, BT)
     cps = min(chunks, max(cdiv(TM_SEGMENT_STEPS, BT), cdiv(chunks, max(1, MAX_FOLD_ELEMS // BB))))

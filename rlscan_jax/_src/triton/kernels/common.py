@@ -88,9 +88,15 @@ def rows(i_b, BIG: tl.constexpr, BB: tl.constexpr):
 
 
 @triton.jit
-def offsets(o_n, c, N, T, INNER, LAYOUT: tl.constexpr, BIG: tl.constexpr, BT: tl.constexpr):
-    """Returns o_t [BT], the element offsets [BT, BB], their mask, and the time stride."""
-    o_t = c * BT + tl.arange(0, BT)
+def offsets(o_n, c, N, T, INNER, LAYOUT: tl.constexpr, BIG: tl.constexpr, BT: tl.constexpr, REVERSE: tl.constexpr):
+    """Returns o_t [BT], the element offsets [BT, BB], their mask, and the time stride.
+
+    The block's rows are in scan order: time descending for a reverse scan (see `scan`).
+    """
+    if REVERSE:
+        o_t = c * BT + (BT - 1 - tl.arange(0, BT))
+    else:
+        o_t = c * BT + tl.arange(0, BT)
     if BIG:
         o_t = o_t.to(tl.int64)
     m = (o_t < T)[:, None] & (o_n < N)[None, :]
@@ -155,11 +161,17 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
 
 
 @triton.jit
-def scan(a, b, reset, m, REVERSE: tl.constexpr):
-    """Inclusive scan of a chunk along time, reset steps as b = 0; masked positions are identities."""
+def scan(a, b, reset, m):
+    """Inclusive scan of a chunk in scan order, reset steps as b = 0; masked positions are identities.
+
+    The block's rows are already in scan order (`offsets`), so the scan runs forward along the
+    block: triton 3.6 lowers `associative_scan(reverse=True)` with warp shuffles even along an
+    axis each thread holds whole (2.6x the instructions of the forward scan for an [8, 128]
+    block at one warp; tests/gpu_runs/tune_h200.md, run 4).
+    """
     a = tl.where(m, a, 0.0)
     b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
-    return tl.associative_scan((a, b), 0, combine, reverse=REVERSE)
+    return tl.associative_scan((a, b), 0, combine)
 
 
 @triton.jit
@@ -298,11 +310,12 @@ def fold_before(
     BB: tl.constexpr = o_r.shape[0]
     tl.debug_barrier()  # every thread's composite is written before the flag goes up
     tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
-    o_k = tl.arange(0, KP)
-    if REVERSE:
+    if REVERSE:  # slots in scan order, as the rows of a block (see `scan`)
+        o_k = KP - 1 - tl.arange(0, KP)
         before = (o_k > i_s) & (o_k < nseg)
         last = i_s + 1
     else:
+        o_k = tl.arange(0, KP)
         before = o_k < i_s
         last = i_s - 1
     p_flags = p_sync + 1 + base + o_k
@@ -318,7 +331,7 @@ def fold_before(
     # volatile: read through to L2 (a line cached in L1 may predate the flag)
     a = load(p_agg_a, off, m, F64, volatile=True)
     b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
-    fa, fb = tl.associative_scan((a, b), 0, combine, reverse=REVERSE)
+    fa, fb = tl.associative_scan((a, b), 0, combine)
     fa = row(fa, o_k, last)
     fb = tl.where((last >= 0) & (last < nseg), row(fb, o_k, last), 1.0)
     x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
