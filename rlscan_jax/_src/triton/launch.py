@@ -154,8 +154,9 @@ def next_pow2(x: int) -> int:
 #   MIN_ROWS_TIME_MAJOR rows and at least SPLIT_BT_TIME_MAJOR steps (SPLIT_BLOCK_ELEMS_FEW_ROWS
 #   with 8 to MIN_ROWS_TIME_MAJOR - 1 rows, where the look-back's fold stays within MAX_FOLD_ELEMS);
 # - where a row has more chunks than LOOKBACK_FOLD · BT (the look-back's fold would cost more
-#   than the block itself), the three-launch split runs instead, with BLOCK_ELEMS blocks
-#   (time-major: ROWS_TIME_MAJOR_THREE_LAUNCH rows), enough segments for TARGET_PROGRAMS programs.
+#   than the block itself), or a time-major block has more than LOOKBACK_MAX_ROWS_TIME_MAJOR
+#   rows, the three-launch split runs instead, with BLOCK_ELEMS blocks (time-major:
+#   ROWS_TIME_MAJOR_THREE_LAUNCH rows), enough segments for TARGET_PROGRAMS programs.
 BLOCK_ELEMS = 1024
 SPLIT_BLOCK_ELEMS = 4096
 MAX_BT = 1024
@@ -173,6 +174,7 @@ MIN_ROWS_TIME_MAJOR_WHOLE = 16
 ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
+LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # Time-major segments (PHASE 4; off while TM_SEGMENT_STEPS is 0, and only for kernels that
 # implement PHASE 4): blocks [TM_SEGMENT_BT, TM_SEGMENT_BB] at TM_SEGMENT_WARPS warps (at most
 # one warp per 32 columns), so that each thread holds every step of its columns and the scan
@@ -247,7 +249,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None, segments: bool = False)
         BT = min(t2, BT)
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
-    if chunks > 1 and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
+    few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
+    if chunks > 1 and next_pow2(chunks) <= LOOKBACK_FOLD * BT and few_rows:
         return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
