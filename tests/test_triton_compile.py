@@ -61,6 +61,16 @@ def _segment_variants():
     return out
 
 
+def _vector_variants():
+    """The batch-major variants launch.VEC_BATCH_MAJOR = 4 would make (off by default; not PHASE 3)."""
+    out = []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("LAYOUT") == 1 and c.get("VEC") == 1 and c.get("PHASE") != 3:
+            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted({**c, "VEC": 4}.items())), v.num_warps))
+    return out
+
+
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -78,7 +88,9 @@ def test_plan_folds_are_bounded():
                 assert kp <= p.BT // 2, (shape, p)
 
 
-@pytest.mark.parametrize("variant", VARIANTS + _largest_folds() + _segment_variants(), ids=lambda v: v.name)
+@pytest.mark.parametrize(
+    "variant", VARIANTS + _largest_folds() + _segment_variants() + _vector_variants(), ids=lambda v: v.name
+)
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -90,10 +102,14 @@ def test_compiles_for_sm90(variant):
     assert len(params) == len(variant.types), variant.name
     signature = dict(zip(params, variant.types))
     signature.update({k: "constexpr" for k in constexprs})
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    # jax-triton tells triton that every buffer is 16-byte aligned (its vector loads need that).
+    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(variant.types) if t.startswith("*")}
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": variant.num_warps})
     assert compiled.asm["cubin"], variant.name
     # Blocks hold their rows in scan order and every scan runs forward: triton lowers a reverse
     # scan with warp shuffles even along an axis a thread holds whole (tune_h200.md, run 4).
+    # Only vectorised rows (VEC > 1) stay ascending, so their reverse kernels scan in reverse.
     scans = re.findall(r'"tt\.scan"[^\n]*', compiled.asm["ttgir"])
-    assert not [s for s in scans if "reverse = true" in s], variant.name
+    if constexprs.get("VEC", 1) == 1:
+        assert not [s for s in scans if "reverse = true" in s], variant.name

@@ -128,6 +128,64 @@ def test_segments_match_oracle(case, monkeypatch):
         _check_gradients(cases.Case(case.op, case.mode, case.T, case.batch, case.axis, 0.9, 0.8))
 
 
+# Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
+VEC_CASES = [
+    _case(op, mode, 36, (3,), -1) for op, spec in cases.OPS.items() for mode in spec.modes if "feat" not in mode
+]
+
+
+@contextlib.contextmanager
+def _vector_rows(monkeypatch):
+    """launch.VEC_BATCH_MAJOR = 4 (off by default); yields the VEC of every kernel launched."""
+    from rlscan_jax._src.triton import batching, launch, ops
+
+    def clear():
+        jax.clear_caches()
+        batching.launcher.cache_clear()
+        ops._op.cache_clear()
+
+    seen = []
+    call = launch.call
+
+    def spy(kernel, **kwargs):
+        seen.append((kwargs.get("VEC"), kwargs.get("PHASE")))
+        return call(kernel, **kwargs)
+
+    clear()
+    with monkeypatch.context() as m:
+        m.setattr(launch, "VEC_BATCH_MAJOR", 4)
+        m.setattr(launch, "call", spy)
+        yield seen
+    clear()
+
+
+@pytest.mark.parametrize("split", ["one-pass", "three-launch"])
+@pytest.mark.parametrize("case", VEC_CASES, ids=str)
+def test_vector_rows_match_oracle(case, split, monkeypatch):
+    """Batch-major rows of 36 steps kept ascending for vector loads (VEC = 4), forward and gradients."""
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        seen = stack.enter_context(_vector_rows(monkeypatch))
+        inp = case.build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+        assert (4, 0 if split == "one-pass" else 2) in seen, seen
+        _check_gradients(case)
+
+
+def test_vector_rows_only_where_they_apply(monkeypatch):
+    """Rows of 37 steps, time-major rows and the look-back (PHASE 3) launch without the hint."""
+    with _vector_rows(monkeypatch) as seen:
+        for T, axis in ((37, -1), (36, 0)):
+            inp = _case("gae", cases.MAIN_MODE["gae"], T, (3,), axis).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(T))
+        assert seen and {v for v, _ in seen} <= {1, None}, seen
+    with _tiny_blocks(monkeypatch, "lookback"), _vector_rows(monkeypatch) as seen:
+        inp = _case("gae", cases.MAIN_MODE["gae"], 36, (3,), -1).build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg="lookback")
+        assert (1, 3) in seen and not [s for s in seen if s[0] == 4], seen
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "f16"])
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_half_precision_inputs(op, dtype):

@@ -63,6 +63,9 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_BB": 64},
     {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 32},
     {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 64},
+    # Batch-major rows of a multiple of 4 steps: vector loads (PHASE 0-2 only).
+    {"VEC_BATCH_MAJOR": 4},
+    {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
 ]
@@ -123,6 +126,8 @@ def main(out, ops_=("gae",), only_time_major=False):
             for cfg in CONFIGS:
                 configure(cfg)
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
+                vec = launch.VEC_BATCH_MAJOR if g.layout == 1 and g.T % launch.VEC_BATCH_MAJOR == 0 else 1
+                p = (p, 1 if p.lookback else vec)  # the launch differs in the vector hint too
                 if p in seen:
                     continue
                 try:
@@ -136,14 +141,13 @@ def main(out, ops_=("gae",), only_time_major=False):
                 jobs.append(devicetime.Job(str(len(jobs)), fn, windows=7))
             s = devicetime.run(jobs)
             shape_recs = []
-            for job, (p, (cfg, err)) in zip(jobs, seen.items()):
+            for job, ((p, vec), (cfg, err)) in zip(jobs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
+                plan = {**p._asdict(), "VEC": vec}
                 shape_recs.append(
-                    dict(
-                        op=op, shape=shape, axis=axis, cfg=cfg, plan=p._asdict(), us=us, frac=frac, err=err, events=nev
-                    )
+                    dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )
             records += shape_recs
             for r in shape_recs:

@@ -186,6 +186,12 @@ TM_SEGMENT_BT = 8
 TM_SEGMENT_BB = 128
 TM_SEGMENT_WARPS = 1
 TM_SEGMENT_MIN_ROWS = 128
+# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (off while it is 1): the kernels
+# keep the rows ascending and tell the compiler that each row starts on a multiple of it, so a
+# thread loads that many consecutive steps with one vector instruction. Not for the look-back
+# (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
+# Not yet measured on a GPU (tests/gpu_runs/tune_h200.md, run 4).
+VEC_BATCH_MAJOR = 1
 
 
 class Geometry(NamedTuple):
@@ -307,7 +313,10 @@ def scan_call(
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g, few_rows_elems, segments)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    meta = dict(LAYOUT=g.layout, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps, **flags)
+    vectors = g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0 and not p.lookback
+    vec = VEC_BATCH_MAJOR if vectors else 1
+    meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps)
+    meta.update(flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32

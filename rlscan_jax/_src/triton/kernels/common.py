@@ -88,15 +88,32 @@ def rows(i_b, BIG: tl.constexpr, BB: tl.constexpr):
 
 
 @triton.jit
-def offsets(o_n, c, N, T, INNER, LAYOUT: tl.constexpr, BIG: tl.constexpr, BT: tl.constexpr, REVERSE: tl.constexpr):
+def offsets(
+    o_n,
+    c,
+    N,
+    T,
+    INNER,
+    LAYOUT: tl.constexpr,
+    BIG: tl.constexpr,
+    BT: tl.constexpr,
+    REVERSE: tl.constexpr,
+    VEC: tl.constexpr = 1,
+):
     """Returns o_t [BT], the element offsets [BT, BB], their mask, and the time stride.
 
-    The block's rows are in scan order: time descending for a reverse scan (see `scan`).
+    The block's rows are in scan order: time descending for a reverse scan (see `scan`). With
+    VEC > 1 (batch-major rows whose length T is a multiple of VEC, checked by the launcher) the
+    rows stay ascending and the compiler learns that each row starts on a multiple of VEC
+    elements, so it loads VEC consecutive steps a thread with one vector instruction; the scan
+    then runs in reverse (`scan`'s VEC).
     """
-    if REVERSE:
+    if REVERSE and VEC == 1:
         o_t = c * BT + (BT - 1 - tl.arange(0, BT))
     else:
         o_t = c * BT + tl.arange(0, BT)
+    if VEC > 1:
+        T = (T // VEC) * VEC  # the same value; written so, it is known to be a multiple of VEC
     if BIG:
         o_t = o_t.to(tl.int64)
     m = (o_t < T)[:, None] & (o_n < N)[None, :]
@@ -161,17 +178,21 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
 
 
 @triton.jit
-def scan(a, b, reset, m):
+def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1):
     """Inclusive scan of a chunk in scan order, reset steps as b = 0; masked positions are identities.
 
     The block's rows are already in scan order (`offsets`), so the scan runs forward along the
     block: triton 3.6 lowers `associative_scan(reverse=True)` with warp shuffles even along an
     axis each thread holds whole (2.6x the instructions of the forward scan for an [8, 128]
-    block at one warp; tests/gpu_runs/tune_h200.md, run 4).
+    block at one warp; tests/gpu_runs/tune_h200.md, run 4). Only with VEC > 1, whose rows stay
+    ascending for vector loads, does a reverse scan run in reverse.
     """
     a = tl.where(m, a, 0.0)
     b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
-    return tl.associative_scan((a, b), 0, combine)
+    if REVERSE and VEC > 1:
+        return tl.associative_scan((a, b), 0, combine, reverse=True)
+    else:
+        return tl.associative_scan((a, b), 0, combine)
 
 
 @triton.jit

@@ -27,6 +27,7 @@ def gae_kernel(
     p_sb,
     p_sync,
     LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
     HAS_TERM: tl.constexpr,
@@ -50,7 +51,7 @@ def gae_kernel(
             )
         for k in range(CPS):
             c = common.chunk_index(i_s, k, CPS, True)
-            o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True)
+            o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
             last = common.edge(o_t, o_n, T - 1)
             b_r = common.load(p_r, off, m, F64)  # [BT, BB]
             b_v = common.load(p_v, off, m, F64)
@@ -69,7 +70,7 @@ def gae_kernel(
                 done = done | term
             if HAS_TRUNC:
                 done = done | common.load_flag(p_trunc, off, m)
-            A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m)
+            A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True, VEC)
             if PHASE == 3:
                 ch = common.lookback(
                     A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP

@@ -34,6 +34,7 @@ def linear_kernel(
     p_sb,
     p_sync,
     LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
     REVERSE: tl.constexpr,
@@ -57,7 +58,7 @@ def linear_kernel(
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
         b_x = common.load(p_x, off, m, F64)  # [BT, BB]
         if HAS_B:
@@ -76,7 +77,7 @@ def linear_kernel(
                 reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
-        A, B = common.scan(b_x, b_b, reset, m)
+        A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP

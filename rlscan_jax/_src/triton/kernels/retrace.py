@@ -27,6 +27,7 @@ def retrace_kernel(
     p_sb,
     p_sync,
     LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
     HAS_TERM: tl.constexpr,
@@ -45,7 +46,7 @@ def retrace_kernel(
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         m1 = m & ~last  # t+1 exists
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
@@ -65,7 +66,7 @@ def retrace_kernel(
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
-        A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m)
+        A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)

@@ -30,6 +30,7 @@ def returns_kernel(
     p_sb,
     p_sync,
     LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
     LAMBDA: tl.constexpr,
@@ -56,7 +57,7 @@ def returns_kernel(
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
         done = last
@@ -84,7 +85,7 @@ def returns_kernel(
             b_boot_t = tl.where(done, b_nv, 0.0)
             b_b = b_g
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
-        A, B = common.scan(a, b_b, done, m)
+        A, B = common.scan(a, b_b, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)

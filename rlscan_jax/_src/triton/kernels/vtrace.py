@@ -32,6 +32,7 @@ def vtrace_kernel(
     p_sb,
     p_sync,
     LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
     BIG: tl.constexpr,
     F64: tl.constexpr,
     HAS_TERM: tl.constexpr,
@@ -54,7 +55,7 @@ def vtrace_kernel(
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         t_end = common.edge(o_t, o_n, c * BT + BT - 1)
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
@@ -81,14 +82,18 @@ def vtrace_kernel(
             done = done | term
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
-        A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m)
+        A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             b_vs = b_v + h
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
-            _, b_vs1, _ = tl.associative_scan((b_vs, b_v1 + ch[None, :], t_end & False), 0, common.combine_next)
+            shift = (b_vs, b_v1 + ch[None, :], t_end & False)
+            if VEC > 1:  # rows ascending (common.offsets): the next row in scan order is the one before
+                _, b_vs1, _ = tl.associative_scan(shift, 0, common.combine_next, reverse=True)
+            else:
+                _, b_vs1, _ = tl.associative_scan(shift, 0, common.combine_next)
             b_w = tl.where(done, b_nv, b_vs1)
             b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
