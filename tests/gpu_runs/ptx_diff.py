@@ -51,7 +51,9 @@ def hashes(root: str) -> dict[str, str]:
         signature.update({k: "constexpr" for k in constexprs})
         src = ASTSource(fn=v.kernel, signature=signature, constexprs=constexprs)
         ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": v.num_warps}).asm["ptx"]
-        out[f"{v.name} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
+        # VEC=1 (no vector hint) is what variants recorded before 396ec57 compiled without the flag.
+        name = v.name.replace(",VEC=1,", ",").replace(",VEC=1]", "]")
+        out[f"{name} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
     return out
 
 
