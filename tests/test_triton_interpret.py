@@ -45,6 +45,15 @@ TINY = dict(
 )
 
 
+def _clear_caches():
+    """Launch constants are read at trace time: drop every traced and cached launcher."""
+    from rlscan_jax._src.triton import batching, ops
+
+    jax.clear_caches()
+    batching.launcher.cache_clear()
+    ops._op.cache_clear()
+
+
 @contextlib.contextmanager
 def _tiny_blocks(monkeypatch, split):
     """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments.
@@ -52,14 +61,9 @@ def _tiny_blocks(monkeypatch, split):
     Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
     "segments" adds PHASE 4 for the kernels that have it (GAE).
     """
-    from rlscan_jax._src.triton import batching, launch, ops
+    from rlscan_jax._src.triton import launch
 
-    def clear():
-        jax.clear_caches()
-        batching.launcher.cache_clear()
-        ops._op.cache_clear()
-
-    clear()
+    _clear_caches()
     with monkeypatch.context() as m:
         for name, value in TINY.items():
             m.setattr(launch, name, value)
@@ -69,7 +73,7 @@ def _tiny_blocks(monkeypatch, split):
             m.setattr(launch, "TM_SEGMENT_BT", 2)
             m.setattr(launch, "TM_SEGMENT_MIN_ROWS", 1)
         yield
-    clear()
+    _clear_caches()
 
 
 @pytest.fixture(params=SPLITS)
@@ -137,12 +141,7 @@ VEC_CASES = [
 @contextlib.contextmanager
 def _vector_rows(monkeypatch):
     """launch.VEC_BATCH_MAJOR = 4 (off by default); yields the VEC of every kernel launched."""
-    from rlscan_jax._src.triton import batching, launch, ops
-
-    def clear():
-        jax.clear_caches()
-        batching.launcher.cache_clear()
-        ops._op.cache_clear()
+    from rlscan_jax._src.triton import launch
 
     seen = []
     call = launch.call
@@ -151,12 +150,12 @@ def _vector_rows(monkeypatch):
         seen.append((kwargs.get("VEC"), kwargs.get("PHASE")))
         return call(kernel, **kwargs)
 
-    clear()
+    _clear_caches()
     with monkeypatch.context() as m:
         m.setattr(launch, "VEC_BATCH_MAJOR", 4)
         m.setattr(launch, "call", spy)
         yield seen
-    clear()
+    _clear_caches()
 
 
 @pytest.mark.parametrize("split", ["one-pass", "three-launch"])

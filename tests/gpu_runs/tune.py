@@ -126,8 +126,7 @@ def main(out, ops_=("gae",), only_time_major=False):
             for cfg in CONFIGS:
                 configure(cfg)
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
-                vec = launch.VEC_BATCH_MAJOR if g.layout == 1 and g.T % launch.VEC_BATCH_MAJOR == 0 else 1
-                p = (p, 1 if p.lookback else vec)  # the launch differs in the vector hint too
+                p = (p, launch.vector_width(g, p))  # the launch differs in the vector hint too
                 if p in seen:
                     continue
                 try:

@@ -289,6 +289,12 @@ def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, wa
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
+def vector_width(g: Geometry, p: Plan) -> int:
+    """VEC_BATCH_MAJOR for batch-major rows of a multiple of it, outside the look-back; else 1."""
+    vectors = g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0 and not p.lookback
+    return VEC_BATCH_MAJOR if vectors else 1
+
+
 def scan_call(
     kernel,
     *,
@@ -313,10 +319,8 @@ def scan_call(
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g, few_rows_elems, segments)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    vectors = g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0 and not p.lookback
-    vec = VEC_BATCH_MAJOR if vectors else 1
-    meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, num_warps=p.num_warps)
-    meta.update(flags)
+    meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
