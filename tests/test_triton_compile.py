@@ -45,22 +45,6 @@ def _largest_folds():
     return out
 
 
-# (BT, BB, KP, warps) of PHASE 4's blocks with the largest folds, as tune.py tries them.
-SEGMENT_BLOCKS = ((8, 128, 16, 1), (4, 128, 16, 1), (8, 256, 8, 2), (16, 32, 64, 1), (16, 64, 32, 1))
-
-
-def _segment_variants():
-    """GAE's PHASE 4 (time-major segments, off by default), in the blocks tune.py tries."""
-    out = []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        if v.kernel.fn.__name__ == "gae_kernel" and c.get("PHASE") == 3 and c.get("LAYOUT") == 0:
-            for bt, bb, kp, warps in SEGMENT_BLOCKS:
-                constexprs = tuple(sorted({**c, "PHASE": 4, "BT": bt, "BB": bb, "KP": kp}.items()))
-                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
-    return out
-
-
 def _vector_variants():
     """The batch-major variants launch.VEC_BATCH_MAJOR = 4 would make (off by default; not PHASE 3)."""
     out = []
@@ -88,9 +72,7 @@ def test_plan_folds_are_bounded():
                 assert kp <= p.BT // 2, (shape, p)
 
 
-@pytest.mark.parametrize(
-    "variant", VARIANTS + _largest_folds() + _segment_variants() + _vector_variants(), ids=lambda v: v.name
-)
+@pytest.mark.parametrize("variant", VARIANTS + _largest_folds() + _vector_variants(), ids=lambda v: v.name)
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource

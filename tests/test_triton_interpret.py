@@ -58,8 +58,7 @@ def _clear_caches():
 def _tiny_blocks(monkeypatch, split):
     """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments.
 
-    Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
-    "segments" adds PHASE 4 for the kernels that have it (GAE).
+    Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan.
     """
     from rlscan_jax._src.triton import launch
 
@@ -68,10 +67,6 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
-        if split == "segments":  # GAE's time-major rows: segments of 3 chunks of 2 steps (PHASE 4)
-            m.setattr(launch, "TM_SEGMENT_STEPS", 6)
-            m.setattr(launch, "TM_SEGMENT_BT", 2)
-            m.setattr(launch, "TM_SEGMENT_MIN_ROWS", 1)
         yield
     _clear_caches()
 
@@ -107,29 +102,6 @@ SPLIT_CASES = [c for c in CASES if c.T == 37]
 def test_split_rows_match_oracle(case, tiny_blocks):
     inp = case.build()
     cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-
-
-SEGMENT_CASES = [c for c in SPLIT_CASES if c.op == "gae" and c.axis == 0 and len(c.batch) == 1]
-
-
-def test_segment_plan_is_exercised(monkeypatch):
-    """The "segments" split gives GAE's time-major rows PHASE 4: several segments of several chunks."""
-    from rlscan_jax._src.triton import launch
-
-    assert SEGMENT_CASES
-    with _tiny_blocks(monkeypatch, "segments"):
-        for c in SEGMENT_CASES:
-            p = launch.plan(launch.geometry((c.T, *c.batch), 0), None, True)
-            assert p.lookback and p.cps > 1 and p.nseg > 1, (c.id, p)
-            assert not launch.plan(launch.geometry((c.T, *c.batch), 0)).lookback  # other kernels: off
-
-
-@pytest.mark.parametrize("case", SEGMENT_CASES, ids=str)
-def test_segments_match_oracle(case, monkeypatch):
-    with _tiny_blocks(monkeypatch, "segments"):
-        inp = case.build()
-        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-        _check_gradients(cases.Case(case.op, case.mode, case.T, case.batch, case.axis, 0.9, 0.8))
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
@@ -321,12 +293,6 @@ MIDDLE_EPISODE = [c for c in test_numerics.poison_cases() if c.values[3] == 1]
 def test_nan_stays_in_its_episode_across_chunks(op, mode, name, episode, split, monkeypatch):
     """Rows split into chunks of 4 steps: the look-back's fold and the carries select too."""
     with _tiny_blocks(monkeypatch, split):
-        test_numerics.test_nan_and_inf_stay_in_their_episode_and_row(op, mode, name, episode, np.nan, "triton")
-
-
-@pytest.mark.parametrize(("op", "mode", "name", "episode"), [c for c in MIDDLE_EPISODE if c.values[0] == "gae"])
-def test_nan_stays_in_its_episode_across_segments(op, mode, name, episode, monkeypatch):
-    with _tiny_blocks(monkeypatch, "segments"):
         test_numerics.test_nan_and_inf_stay_in_their_episode_and_row(op, mode, name, episode, np.nan, "triton")
 
 

@@ -54,15 +54,6 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"MAX_WARPS": 32},
     {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
     {"MIN_ROWS_TIME_MAJOR": 16},  # [128, 16]: 8 elements a thread at 8 warps
-    # GAE only: time-major segments walked twice (PHASE 4), one column block [BT, 128·W] a program.
-    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 8},
-    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8},
-    {"TM_SEGMENT_STEPS": 128, "TM_SEGMENT_BT": 8},
-    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 4},
-    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_BB": 256, "TM_SEGMENT_WARPS": 2},
-    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 8, "TM_SEGMENT_BB": 64},
-    {"TM_SEGMENT_STEPS": 64, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 32},
-    {"TM_SEGMENT_STEPS": 32, "TM_SEGMENT_BT": 16, "TM_SEGMENT_BB": 64},
     # Batch-major rows of a multiple of 4 steps: vector loads (PHASE 0-2 only).
     {"VEC_BATCH_MAJOR": 4},
     {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
@@ -73,7 +64,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
 # What each op's launcher passes to the plan besides the shape (as rlscan_jax/_src/triton/launchers).
-PLAN_ARGS = {"gae": lambda: (None, True), "vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS,)}
+PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS,)}
 
 
 def make(op, shape, axis, impl):

@@ -175,17 +175,6 @@ ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
-# Time-major segments (PHASE 4; off while TM_SEGMENT_STEPS is 0, and only for kernels that
-# implement PHASE 4): blocks [TM_SEGMENT_BT, TM_SEGMENT_BB] at TM_SEGMENT_WARPS warps (at most
-# one warp per 32 columns), so that each thread holds every step of its columns and the scan
-# along time stays in the thread; a program walks a segment of at least TM_SEGMENT_STEPS steps
-# twice (its map, then the outputs from the carry that the look-back gives), segments few
-# enough for a fold of MAX_FOLD_ELEMS.
-TM_SEGMENT_STEPS = 0
-TM_SEGMENT_BT = 8
-TM_SEGMENT_BB = 128
-TM_SEGMENT_WARPS = 1
-TM_SEGMENT_MIN_ROWS = 128
 # Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (off while it is 1): the kernels
 # keep the rows ascending and tell the compiler that each row starts on a multiple of it, so a
 # thread loads that many consecutive steps with one vector instruction. Not for the look-back
@@ -222,19 +211,16 @@ class Plan(NamedTuple):
     cps: int  # chunks per segment
     big: bool  # int64 offsets
     num_warps: int
-    lookback: bool  # one launch: one chunk per program (PHASE 3), or segments of cps chunks (PHASE 4)
+    lookback: bool  # one launch, one chunk per program (PHASE 3)
 
 
-def plan(g: Geometry, few_rows_elems: int | None = None, segments: bool = False) -> Plan:
+def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
-    `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size;
-    `segments`: the kernel implements PHASE 4.
+    `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
     """
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
-    if segments and TM_SEGMENT_STEPS and g.layout == 0 and N >= TM_SEGMENT_MIN_ROWS:
-        return _segment_plan(g)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -271,21 +257,9 @@ def plan(g: Geometry, few_rows_elems: int | None = None, segments: bool = False)
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False)
 
 
-def _segment_plan(g: Geometry) -> Plan:
-    """Time-major segments walked twice, joined by the look-back (PHASE 4; see TM_SEGMENT_STEPS)."""
-    BB = min(next_pow2(g.N), TM_SEGMENT_BB)
-    warps = max(1, min(TM_SEGMENT_WARPS, BB // 32))
-    BT = min(next_pow2(g.T), TM_SEGMENT_BT)
-    chunks = cdiv(g.T, BT)
-    cps = min(chunks, max(cdiv(TM_SEGMENT_STEPS, BT), cdiv(chunks, max(1, MAX_FOLD_ELEMS // BB))))
-    nseg = cdiv(chunks, cps)
-    # nseg = 1: a single pass walking the whole row (PHASE 0).
-    return _plan(g, BT, BB, nseg, cps, nseg > 1, warps)
-
-
-def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, warps: int | None = None) -> Plan:
+def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
-    num_warps = warps or min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+    num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
@@ -306,7 +280,6 @@ def scan_call(
     f64: bool,
     initial: jax.Array | None = None,
     few_rows_elems: int | None = None,
-    segments: bool = False,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -317,7 +290,7 @@ def scan_call(
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
-    p = plan(g, few_rows_elems, segments)
+    p = plan(g, few_rows_elems)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(num_warps=p.num_warps, **flags)
@@ -332,7 +305,7 @@ def scan_call(
             args=[*inputs, inputs[0], *sizes],
             out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
             zeroed=(len(outputs) + 2,),
-            PHASE=3 if p.cps == 1 else 4,
+            PHASE=3,
             KP=next_pow2(p.nseg),
             **meta,
         )

@@ -19,10 +19,6 @@ ways:
 - PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
   segment's incoming carry, and PHASE 2 rescans each segment from that carry (three launches;
   used where a row has too many chunks for PHASE 3's fold).
-- PHASE 4 (one launch; GAE only so far, off unless launch.TM_SEGMENT_STEPS is set): one segment
-  of CPS chunks per program, walked twice: first for the segment's composite (as PHASE 1), which
-  goes through PHASE 3's look-back, then again from the carry it returns, storing the outputs
-  (inputs read twice, the second time from L2 where the segments in flight fit there).
 
 The carry entering a segment maps to the state h at each position as
     h_t = A_t + B_t · carry
@@ -51,13 +47,10 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def program(p_sync, T, CPS, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
-    """(row block, segment) of this program; PHASE 3 and 4 take a ticket, handed out in scan order."""
-    if PHASE >= 3:
-        if PHASE == 3:
-            nseg = tl.cdiv(T, BT)
-        else:
-            nseg = tl.cdiv(T, BT * CPS)
+def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
+    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
+    if PHASE == 3:
+        nseg = tl.cdiv(T, BT)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
         i_b = ticket // nseg
         k = ticket % nseg
@@ -229,12 +222,11 @@ def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
     """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map.
 
     PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged.
-    PHASE 4 programs compose their segment's map on the first walk (as PHASE 1).
     """
     if PHASE == 3:
         return ch, cb
     else:
-        if PHASE == 1 or PHASE == 4:
+        if PHASE == 1:
             b_e = row(B, o_t, t_exit)
             cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
         return row(h, o_t, t_exit), cb
@@ -273,62 +265,6 @@ def lookback(
     t_exit = exit_time(i_s, BT, REVERSE)
     tl.store(p_agg_a + (base + i_s) * BB + o_r, row(A, o_t, t_exit).to(p_agg_a.dtype.element_ty))
     tl.store(p_agg_b + (base + i_s) * BB + o_r, row(B, o_t, t_exit).to(p_agg_b.dtype.element_ty))
-    return fold_before(o_n, N, nseg, base, i_s, o_r, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP)
-
-
-@triton.jit
-def lookback_carry(
-    a_x,
-    b_x,
-    o_n,
-    N,
-    T,
-    L,
-    i_b,
-    i_s,
-    p_agg_a,
-    p_agg_b,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    KP: tl.constexpr,
-):
-    """PHASE 4: the carry [BB] entering segment i_s (L steps each), given its composite (a_x, b_x).
-
-    The publishing lines repeat `lookback`'s on purpose: sharing them would make `lookback`
-    compute both rows before its stores, which changes PHASE 3's PTX (tests/gpu_runs/ptx_diff.py).
-    """
-    BB: tl.constexpr = a_x.shape[0]
-    nseg = tl.cdiv(T, L)
-    base = i_b.to(tl.int64) * nseg
-    o_r = tl.arange(0, BB)
-    tl.store(p_agg_a + (base + i_s) * BB + o_r, a_x.to(p_agg_a.dtype.element_ty))
-    tl.store(p_agg_b + (base + i_s) * BB + o_r, b_x.to(p_agg_b.dtype.element_ty))
-    return fold_before(o_n, N, nseg, base, i_s, o_r, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP)
-
-
-@triton.jit
-def fold_before(
-    o_n,
-    N,
-    nseg,
-    base,
-    i_s,
-    o_r,
-    p_agg_a,
-    p_agg_b,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    KP: tl.constexpr,
-):
-    """After a program published its composite at slot base + i_s: raises its flag, waits for
-    the segments before it, folds their composites and applies the fold to the initial carry."""
-    BB: tl.constexpr = o_r.shape[0]
     tl.debug_barrier()  # every thread's composite is written before the flag goes up
     tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
     if REVERSE:  # slots in scan order, as the rows of a block (see `scan`)

@@ -53,7 +53,7 @@ def linear_kernel(
     KP: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
-    i_b, i_s = common.program(p_sync, T, CPS, PHASE, REVERSE, BT)
+    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
     for k in range(CPS):

@@ -52,7 +52,7 @@ def returns_kernel(
     v'_t comes from next_values (HAS_NEXT), else from values[t+1] (HAS_VALUES, λ-returns only)
     and bootstrap_value at T-1 (HAS_BOOT; a zero bootstrap without it).
     """
-    i_b, i_s = common.program(p_sync, T, CPS, PHASE, True, BT)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):

@@ -50,7 +50,7 @@ def vtrace_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
 ):
-    i_b, i_s = common.program(p_sync, T, CPS, PHASE, True, BT)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
     for k in range(CPS):

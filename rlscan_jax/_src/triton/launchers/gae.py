@@ -26,7 +26,6 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         outputs=[launch.out(shape, out_dtype)] * 2,
         reverse=True,
         f64=out_dtype == jnp.float64,
-        segments=True,  # gae_kernel implements PHASE 4
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
         HAS_NEXT=x["next_values"] is not None,
