@@ -55,6 +55,26 @@ def _vector_variants():
     return out
 
 
+def _column_blocks():
+    """Time-major split-row variants rebuilt as the widest column blocks (launch.COLUMNS_TIME_MAJOR).
+
+    The recorded calls reach column blocks of 32 columns only (record() keeps one variant per
+    set of flags, whatever its block).
+    """
+    from rlscan_jax._src.triton import launch
+
+    p = launch.plan(launch.geometry((4096, 4096), 0))
+    assert (p.BB, p.num_warps) == (launch.COLUMNS_TIME_MAJOR, launch.COLUMNS_TIME_MAJOR // 32), p
+    out = []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("LAYOUT") == 0 and c.get("PHASE") in (1, 2) and "*bf16" not in v.types:
+            constexprs = tuple(sorted({**c, "BT": p.BT, "BB": p.BB}.items()))
+            out.append(triton_variants.Variant(v.kernel, v.types, constexprs, p.num_warps))
+    assert out
+    return out
+
+
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -72,7 +92,9 @@ def test_plan_folds_are_bounded():
                 assert kp <= p.BT // 2, (shape, p)
 
 
-@pytest.mark.parametrize("variant", VARIANTS + _largest_folds() + _vector_variants(), ids=lambda v: v.name)
+@pytest.mark.parametrize(
+    "variant", VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(), ids=lambda v: v.name
+)
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource

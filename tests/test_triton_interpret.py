@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch"]
+SPLITS = ["lookback", "three-launch", "columns"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -42,6 +42,9 @@ TINY = dict(
     SPLIT_ROWS_BATCH_MAJOR=2,
     SPLIT_BT_TIME_MAJOR=4,
     LOOKBACK_MAX_ROWS_TIME_MAJOR=1000,
+)
+COLUMNS = dict(
+    COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
 )
 
 
@@ -58,7 +61,9 @@ def _clear_caches():
 def _tiny_blocks(monkeypatch, split):
     """Blocks of a few elements, so T = 37 spans many chunks and rows split into segments.
 
-    Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan.
+    Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
+    "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
+    launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     """
     from rlscan_jax._src.triton import launch
 
@@ -67,6 +72,9 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
+        if split == "columns":
+            for name, value in COLUMNS.items():
+                m.setattr(launch, name, value)
         yield
     _clear_caches()
 

@@ -1,7 +1,8 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major]
-(time_major: only the time-major shapes)
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns]
+(time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
+and only the column-block configurations)
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
@@ -59,6 +60,18 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
+    # The carries of a three-launch split chained one segment at a time (before 2026-11-30).
+    {"CARRY_SEGMENTS": 1},
+    # Time-major column blocks, a thread for each column (run 5; the shipped plan since then).
+    {"COLUMNS_TIME_MAJOR": 0},  # the time-major blocks before run 5
+    {"COLUMN_BT": 2},
+    {"COLUMN_BT": 8},
+    {"COLUMNS_TIME_MAJOR": 128},
+    {"COLUMN_SEGMENT_CHUNKS": 4},
+    {"COLUMN_SEGMENT_CHUNKS": 16},
+    {"COLUMN_MAX_SEGMENTS": 64},
+    {"COLUMN_TARGET_PROGRAMS": 1056},
+    {"COLUMN_MIN_T": 1},  # column blocks for rows of 128 steps or fewer too
 ]
 
 
@@ -75,14 +88,21 @@ def make(op, shape, axis, impl):
     done = jax.random.bernoulli(key[2], 0.02, shape)
     batch = tuple(s for i, s in enumerate(shape) if i != axis)
     boot = jnp.zeros(batch, jnp.float32)
+    v1, v5 = v * 0.1, v * 0.5  # outside the timed program
     if op == "gae":
         f = lambda: rlscan_jax.gae(r, v, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl)
         nbytes = r.size * 17
     elif op == "vtrace":
         f = lambda: rlscan_jax.vtrace(
-            r, v, v * 0.1, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl
+            r, v, v1, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl
         )
         nbytes = r.size * 21
+    elif op == "retrace":
+        f = lambda: rlscan_jax.retrace(r, v, v5, v1, terminated=done, time_axis=axis, implementation=impl)
+        nbytes = r.size * 21
+    elif op == "eligibility_traces":
+        f = lambda: rlscan_jax.eligibility_traces(r, done, gamma=0.99, lambda_=0.9, time_axis=axis, implementation=impl)
+        nbytes = r.size * 9
     else:
         f = lambda: rlscan_jax.discounted_returns(r, terminated=done, time_axis=axis, implementation=impl)
         nbytes = r.size * 9
@@ -97,7 +117,7 @@ def configure(cfg):
     ops._op.cache_clear()
 
 
-def main(out, ops_=("gae",), only_time_major=False):
+def main(out, ops_=("gae",), only_time_major=False, only_columns=False):
     x = jnp.ones((1 << 29,), jnp.float32)
     cp = jax.jit(lambda x: x * 1.0000001)
     jax.block_until_ready(cp(x))
@@ -110,14 +130,17 @@ def main(out, ops_=("gae",), only_time_major=False):
         for shape, axis in SHAPES:
             if only_time_major and (axis != 0 or len(shape) < 2):
                 continue
+            if only_columns and (axis != 0 or len(shape) < 2 or shape[0] < 256):
+                continue
             ref_fn, nbytes = make(op, shape, axis, "associative")
             ref = jax.tree.leaves(ref_fn())
             g = launch.geometry(shape, axis % len(shape))
             jobs, seen = [], {}
-            for cfg in CONFIGS:
+            for cfg in [c for c in CONFIGS if not only_columns or not c or any(k.startswith("COLUMN") for k in c)]:
                 configure(cfg)
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
-                p = (p, launch.vector_width(g, p))  # the launch differs in the vector hint too
+                # the launch differs in the vector hint and the carry chain too
+                p = (p, launch.vector_width(g, p), launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0)
                 if p in seen:
                     continue
                 try:
@@ -131,11 +154,11 @@ def main(out, ops_=("gae",), only_time_major=False):
                 jobs.append(devicetime.Job(str(len(jobs)), fn, windows=7))
             s = devicetime.run(jobs)
             shape_recs = []
-            for job, ((p, vec), (cfg, err)) in zip(jobs, seen.items()):
+            for job, ((p, vec, kc), (cfg, err)) in zip(jobs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
-                plan = {**p._asdict(), "VEC": vec}
+                plan = {**p._asdict(), "VEC": vec, "KC": kc}
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )
@@ -158,5 +181,6 @@ if __name__ == "__main__":
     main(
         sys.argv[1],
         tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("gae",),
-        len(sys.argv) > 3 and sys.argv[3] == "time_major",
+        len(sys.argv) > 3 and sys.argv[3] in ("time_major", "columns"),
+        len(sys.argv) > 3 and sys.argv[3] == "columns",
     )

@@ -181,6 +181,23 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
 # Not yet measured on a GPU (tests/gpu_runs/tune_h200.md, run 4).
 VEC_BATCH_MAJOR = 1
+# Segments whose carries `carry_kernel` chains at a time (one memory round trip for each).
+CARRY_SEGMENTS = 16
+# Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
+# while COLUMNS_TIME_MAJOR is 0; tests/gpu_runs/tune_h200.md, run 5): a block of up to
+# COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
+# holds whole columns and the scan along time needs neither shared memory nor shuffles (the
+# other time-major blocks spread a column over several threads and warps). Rows split by the
+# three-launch split into segments of COLUMN_SEGMENT_CHUNKS chunks, more where that gives fewer
+# than COLUMN_TARGET_PROGRAMS programs, at most COLUMN_MAX_SEGMENTS a row (carry_kernel chains
+# the segments' carries in turn).
+COLUMNS_TIME_MAJOR = 256
+COLUMN_BT = 4
+COLUMN_MIN_T = MAX_BT_TIME_MAJOR + 1
+COLUMN_MIN_N = 32
+COLUMN_SEGMENT_CHUNKS = 8
+COLUMN_TARGET_PROGRAMS = 528
+COLUMN_MAX_SEGMENTS = 128
 
 
 class Geometry(NamedTuple):
@@ -221,6 +238,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
     """
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
+    if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
+        return _column_plan(g)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -257,9 +276,20 @@ def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False)
 
 
-def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
+def _column_plan(g: Geometry) -> Plan:
+    """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
+    BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
+    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
+    chunks, row_blocks = cdiv(g.T, BT), cdiv(g.N, BB)
+    nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
+    cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max(1, BB // 32))
+
+
+def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
-    num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+    if not num_warps:
+        num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
@@ -342,6 +372,7 @@ def scan_call(
         REVERSE=reverse,
         F64=f64,
         BB=bb,
+        KC=CARRY_SEGMENTS,
     )
     outs = call(
         kernel,

@@ -330,20 +330,39 @@ def carry_kernel(
     REVERSE: tl.constexpr,
     F64: tl.constexpr,
     BB: tl.constexpr,
+    KC: tl.constexpr,
 ):
-    """Chains the segments' composites [NSEG, N] into each segment's incoming carry [NSEG, N]."""
+    """Chains the segments' composites [NSEG, N] into each segment's incoming carry [NSEG, N].
+
+    KC segments at a time, in scan order: their composites are loaded together and scanned (one
+    memory round trip per KC segments, not per segment); the carry leaving the k-th is the one
+    entering the (k+1)-th.
+    """
     i_b = tl.program_id(0)
     o_n = i_b * BB + tl.arange(0, BB)
     m_n = o_n < N
     x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
     if HAS_INITIAL:
         x = load(p_init, o_n, m_n, F64)
-    for k in range(NSEG):
+    for k0 in range(0, NSEG, KC):
+        o_k = k0 + tl.arange(0, KC)  # positions in scan order
         if REVERSE:
-            s = NSEG - 1 - k
+            s = NSEG - 1 - o_k
         else:
-            s = k
-        tl.store(p_cin + s * N + o_n, x.to(p_cin.dtype.element_ty), mask=m_n)
-        sh = load(p_sh, s * N + o_n, m_n, F64)
-        sb = load(p_sb, s * N + o_n, m_n, F64)
-        x = sh + tl.where(sb == 0.0, 0.0, sb * x)
+            s = o_k
+        m = (o_k < NSEG)[:, None] & m_n[None, :]
+        off = s[:, None] * N + o_n[None, :]
+        first = k0 * N + o_n
+        if REVERSE:
+            first = (NSEG - 1 - k0) * N + o_n
+        tl.store(p_cin + first, x.to(p_cin.dtype.element_ty), mask=m_n)
+        sh = tl.where(m, load(p_sh, off, m, F64), 0.0)
+        sb = tl.where(m, load(p_sb, off, m, F64), 1.0)
+        A, B = tl.associative_scan((sh, sb), 0, combine)
+        h = A + tl.where(B == 0.0, 0.0, B * x[None, :])  # the carry leaving each segment
+        if REVERSE:
+            nxt = off - N
+        else:
+            nxt = off + N
+        tl.store(p_cin + nxt, h.to(p_cin.dtype.element_ty), mask=m & (o_k + 1 < NSEG)[:, None])
+        x = row(h, o_k, k0 + KC - 1)
