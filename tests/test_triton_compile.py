@@ -92,6 +92,24 @@ def test_plan_folds_are_bounded():
                 assert kp <= p.BT // 2, (shape, p)
 
 
+def test_column_blocks_give_each_thread_whole_columns():
+    """Time-major column plans: a thread for each column, every step covered, segments bounded."""
+    from rlscan_jax._src.triton import launch
+
+    seen = 0
+    for n, t in itertools.product((32, 33, 100, 256, 1000, 4096, 65540), (129, 512, 1000, 4096, 2**20)):
+        p = launch.plan(launch.geometry((t, n), 0))
+        assert p.BB == 32 * p.num_warps and p.BB <= launch.COLUMNS_TIME_MAJOR, (t, n, p)
+        assert p.row_blocks * p.BB >= n and p.nseg * p.cps * p.BT >= t > (p.nseg - 1) * p.cps * p.BT, (t, n, p)
+        assert p.nseg <= launch.COLUMN_MAX_SEGMENTS and not p.lookback, (t, n, p)
+        seen += 1
+    # Rows of 128 steps or fewer, and fewer than 32 rows, keep the other blocks.
+    for shape in ((128, 4096), (16, 65536), (4096, 8)):
+        p = launch.plan(launch.geometry(shape, 0))
+        assert p.BB < 32 * p.num_warps, (shape, p)
+    assert seen
+
+
 @pytest.mark.parametrize(
     "variant", VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(), ids=lambda v: v.name
 )

@@ -112,6 +112,27 @@ def test_split_rows_match_oracle(case, tiny_blocks):
     cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
 
 
+def test_column_blocks_chain_carries_in_rounds(monkeypatch):
+    """The "columns" split launches column blocks, and carry_kernel chains 10 segments 4 at a time."""
+    from rlscan_jax._src.triton import launch
+
+    seen = []
+    call = launch.call
+
+    def spy(kernel, **kwargs):
+        seen.append((kernel.fn.__name__, kwargs.get("PHASE"), kwargs.get("BB"), kwargs.get("KC"), kwargs["grid"]))
+        return call(kernel, **kwargs)
+
+    with _tiny_blocks(monkeypatch, "columns"):
+        monkeypatch.setattr(launch, "call", spy)
+        for axis in (0, -1):  # time-major rows split into column blocks; batch-major ones as before
+            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+    carries = [s for s in seen if s[0] == "carry_kernel"]
+    assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
+    assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
+
+
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
 VEC_CASES = [
     _case(op, mode, 36, (3,), -1) for op, spec in cases.OPS.items() for mode in spec.modes if "feat" not in mode

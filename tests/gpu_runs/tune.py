@@ -60,7 +60,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
-    # The carries of a three-launch split chained one segment at a time (before 2026-11-30).
+    # The carries of a three-launch split chained one segment at a time (before run 5).
     {"CARRY_SEGMENTS": 1},
     # Time-major column blocks, a thread for each column (run 5; the shipped plan since then).
     {"COLUMNS_TIME_MAJOR": 0},  # the time-major blocks before run 5
