@@ -144,6 +144,8 @@ def next_pow2(x: int) -> int:
 
 # Launch geometry, chosen by measurement on an H200 (tests/gpu_runs/tune.py; the results and
 # the choice are in tests/gpu_runs/tune_h200.md). A program scans a [BT, BB] block:
+# - time-major rows longer than MAX_BT_TIME_MAJOR, at least COLUMN_MIN_N of them, take column
+#   blocks (COLUMNS_TIME_MAJOR, below) and the three-launch split; otherwise:
 # - rows that fit one block (T <= MAX_BT batch-major, T <= MAX_BT_TIME_MAJOR time-major) are
 #   scanned whole, several rows per program, BLOCK_ELEMS elements per block (at least
 #   MIN_ROWS_TIME_MAJOR_WHOLE rows time-major, for coalesced loads);
@@ -181,10 +183,10 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
 # Not yet measured on a GPU (tests/gpu_runs/tune_h200.md, run 4).
 VEC_BATCH_MAJOR = 1
-# Segments whose carries `carry_kernel` chains at a time (one memory round trip for each).
+# Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
-# while COLUMNS_TIME_MAJOR is 0; tests/gpu_runs/tune_h200.md, run 5): a block of up to
+# while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
 # holds whole columns and the scan along time needs neither shared memory nor shuffles (the
 # other time-major blocks spread a column over several threads and warps). Rows split by the
