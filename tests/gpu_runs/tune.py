@@ -1,8 +1,9 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
-and only the column-block configurations)
+and only the column-block configurations; vector: only batch-major rows of a multiple of 4
+steps, and only the VEC_BATCH_MAJOR configurations)
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
@@ -109,6 +110,14 @@ def make(op, shape, axis, impl):
     return jax.jit(f).lower().compile(), nbytes
 
 
+def _selected(cfg, only_columns, only_vector):
+    if only_columns:
+        return not cfg or any(k.startswith("COLUMN") for k in cfg)
+    if only_vector:
+        return not cfg or "VEC_BATCH_MAJOR" in cfg
+    return True
+
+
 def configure(cfg):
     for name, value in {**SHIPPED, **cfg}.items():
         setattr(launch, name, value)
@@ -117,7 +126,7 @@ def configure(cfg):
     ops._op.cache_clear()
 
 
-def main(out, ops_=("gae",), only_time_major=False, only_columns=False):
+def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vector=False):
     x = jnp.ones((1 << 29,), jnp.float32)
     cp = jax.jit(lambda x: x * 1.0000001)
     jax.block_until_ready(cp(x))
@@ -132,11 +141,13 @@ def main(out, ops_=("gae",), only_time_major=False, only_columns=False):
                 continue
             if only_columns and (axis != 0 or len(shape) < 2 or shape[0] < 256):
                 continue
+            if only_vector and (axis != 1 or shape[1] % 4):
+                continue
             ref_fn, nbytes = make(op, shape, axis, "associative")
             ref = jax.tree.leaves(ref_fn())
             g = launch.geometry(shape, axis % len(shape))
             jobs, seen = [], {}
-            for cfg in [c for c in CONFIGS if not only_columns or not c or any(k.startswith("COLUMN") for k in c)]:
+            for cfg in [c for c in CONFIGS if _selected(c, only_columns, only_vector)]:
                 configure(cfg)
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 # the launch differs in the vector hint and the carry chain too
@@ -183,4 +194,5 @@ if __name__ == "__main__":
         tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("gae",),
         len(sys.argv) > 3 and sys.argv[3] in ("time_major", "columns"),
         len(sys.argv) > 3 and sys.argv[3] == "columns",
+        len(sys.argv) > 3 and sys.argv[3] == "vector",
     )
