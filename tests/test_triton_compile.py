@@ -75,6 +75,23 @@ def _column_blocks():
     return out
 
 
+def _window_blocks():
+    """Time-major look-back variants rebuilt as column blocks with the windowed fold
+    (launch.COLUMN_WINDOW, off by default), at the window sizes tune.py tries."""
+    from rlscan_jax._src.triton import launch
+
+    out = []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("LAYOUT") == 0 and c.get("PHASE") == 3 and "*bf16" not in v.types:
+            for kp in (4, 8, 16):
+                block = {"BT": launch.COLUMN_WINDOW_BT, "BB": launch.COLUMNS_TIME_MAJOR, "KP": kp, "WINDOWED": True}
+                constexprs = tuple(sorted({**c, **block}.items()))
+                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, launch.COLUMNS_TIME_MAJOR // 32))
+    assert out
+    return out
+
+
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -111,7 +128,9 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 
 @pytest.mark.parametrize(
-    "variant", VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(), ids=lambda v: v.name
+    "variant",
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _window_blocks(),
+    ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):
     from triton.backends.compiler import GPUTarget

@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns"]
+SPLITS = ["lookback", "three-launch", "columns", "window"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -46,6 +46,7 @@ TINY = dict(
 COLUMNS = dict(
     COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
 )
+WINDOW = dict(COLUMNS, COLUMN_WINDOW=2, COLUMN_WINDOW_BT=4)
 
 
 def _clear_caches():
@@ -63,7 +64,9 @@ def _tiny_blocks(monkeypatch, split):
 
     Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
     "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
-    launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
+    launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time);
+    "window": column blocks split by the look-back with a fold of 2 slots (launch.COLUMN_WINDOW),
+    so 10 chunks chain through the inclusive carries 2 chunks back.
     """
     from rlscan_jax._src.triton import launch
 
@@ -72,9 +75,8 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
-        if split == "columns":
-            for name, value in COLUMNS.items():
-                m.setattr(launch, name, value)
+        for name, value in {"columns": COLUMNS, "window": WINDOW}.get(split, {}).items():
+            m.setattr(launch, name, value)
         yield
     _clear_caches()
 

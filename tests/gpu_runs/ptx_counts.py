@@ -108,10 +108,11 @@ def vector_records() -> list[dict]:
 def variant_records(root: str) -> dict[str, dict]:
     sys.path[:0] = [root, os.path.join(root, "tests")]
     import triton_variants
+    from ptx_diff import stable_name
 
     out = {}
     for v in triton_variants.record():
-        name = v.name.replace(",VEC=1,", ",").replace(",VEC=1]", "]") + f" warps={v.num_warps}"
+        name = stable_name(v.name) + f" warps={v.num_warps}"
         out[name] = {"counts": count(compile_sm90(v.kernel, v.types, dict(v.constexprs), v.num_warps).asm["ptx"])}
     return out
 

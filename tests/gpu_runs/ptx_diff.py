@@ -35,6 +35,15 @@ def normalized(ptx: str) -> str:
     return "\n".join(keep)
 
 
+def stable_name(name: str) -> str:
+    """A variant's name without the flags at their defaults that older checkouts do not have.
+
+    VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
+    of every chunk before; the flag came with the windowed fold) compile as before the flag.
+    """
+    return name.replace(",VEC=1,", ",").replace(",VEC=1]", "]").replace(",WINDOWED=False", "")
+
+
 def hashes(root: str) -> dict[str, str]:
     """{variant name and warps: sha256 of its normalized PTX} for the checkout at `root`."""
     sys.path[:0] = [root, os.path.join(root, "tests")]
@@ -51,9 +60,7 @@ def hashes(root: str) -> dict[str, str]:
         signature.update({k: "constexpr" for k in constexprs})
         src = ASTSource(fn=v.kernel, signature=signature, constexprs=constexprs)
         ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": v.num_warps}).asm["ptx"]
-        # VEC=1 (no vector hint) is what variants recorded before 396ec57 compiled without the flag.
-        name = v.name.replace(",VEC=1,", ",").replace(",VEC=1]", "]")
-        out[f"{name} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
+        out[f"{stable_name(v.name)} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
     return out
 
 

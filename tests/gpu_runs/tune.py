@@ -73,6 +73,13 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"COLUMN_MAX_SEGMENTS": 64},
     {"COLUMN_TARGET_PROGRAMS": 1056},
     {"COLUMN_MIN_T": 1},  # column blocks for rows of 128 steps or fewer too
+    # Column blocks split by the look-back with a windowed fold (prepared, not yet measured).
+    {"COLUMN_WINDOW": 8},
+    {"COLUMN_WINDOW": 4},
+    {"COLUMN_WINDOW": 16},
+    {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4},
+    {"COLUMN_WINDOW": 4, "COLUMN_WINDOW_BT": 4},
+    {"COLUMN_WINDOW": 8, "COLUMN_MIN_T": 1},
 ]
 
 

@@ -200,6 +200,11 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
+# Column blocks split by the look-back instead, one chunk of COLUMN_WINDOW_BT steps a program,
+# each folding COLUMN_WINDOW slots (common.lookback's WINDOWED): inputs read once, no third
+# launch. Off while COLUMN_WINDOW is 0: prepared, not yet measured on a GPU.
+COLUMN_WINDOW = 0
+COLUMN_WINDOW_BT = 8
 
 
 class Geometry(NamedTuple):
@@ -231,6 +236,7 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
+    window: int = 0  # PHASE 3's fold: 0 every chunk before, else this many slots (WINDOWED)
 
 
 def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
@@ -283,6 +289,11 @@ def _column_plan(g: Geometry) -> Plan:
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
     chunks, row_blocks = cdiv(g.T, BT), cdiv(g.N, BB)
+    if COLUMN_WINDOW:
+        BT = max(2, min(next_pow2(g.T), COLUMN_WINDOW_BT))
+        chunks = cdiv(g.T, BT)
+        if chunks > 1:
+            return _plan(g, BT, BB, chunks, 1, True, max(1, BB // 32))._replace(window=COLUMN_WINDOW)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max(1, BB // 32))
@@ -325,20 +336,27 @@ def scan_call(
     p = plan(g, few_rows_elems)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    meta["WINDOWED"] = p.window > 0
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
     if p.lookback:
         tiles = p.row_blocks * p.nseg
+        twice = 2 if p.window else 1  # WINDOWED: inclusive carries and their flags too
         outs = call(
             kernel,
             grid=(tiles, 1),
             args=[*inputs, inputs[0], *sizes],
-            out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
+            out_shapes=[
+                *outputs,
+                out((twice * tiles * p.BB,), acc),
+                out((tiles * p.BB,), acc),
+                out((1 + twice * tiles,), jnp.int32),
+            ],
             zeroed=(len(outputs) + 2,),
             PHASE=3,
-            KP=next_pow2(p.nseg),
+            KP=p.window or next_pow2(p.nseg),
             **meta,
         )
         return outs[: len(outputs)]
