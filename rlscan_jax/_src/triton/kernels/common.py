@@ -355,30 +355,37 @@ def _lookback_window(
         o_k = nseg - 1 - pp
     else:
         o_k = pp
-    comp = (pp >= 0) & (o_w > 0)  # composites to fold
-    inc = (pp >= 0) & (o_w == 0)  # the inclusive carry the fold starts from
+    comp = (pp >= 0) & (o_w > 0)  # the composites to fold (slot 0 is the fold's start)
+    p0 = pos - KP  # the chunk whose carry out the fold starts from, if there is one
     p_comp = p_sync + 1 + base + o_k
-    p_inc = p_sync + 1 + tiles + base + o_k
-    need = tl.sum(comp.to(tl.int32), axis=0) + tl.sum(inc.to(tl.int32), axis=0)
+    p_inc = p_sync + 1 + tiles + base + o_k  # slot 0: that chunk's flag
+    start = (pp >= 0) & (o_w == 0)
+    need = tl.sum(comp.to(tl.int32), axis=0) + (p0 >= 0).to(tl.int32)
     seen = tl.sum(tl.load(p_comp, mask=comp, other=0, volatile=True), axis=0)
-    seen += tl.sum(tl.load(p_inc, mask=inc, other=0, volatile=True), axis=0)
+    seen += tl.sum(tl.load(p_inc, mask=start, other=0, volatile=True), axis=0)
     while seen < need:
         seen = tl.sum(tl.load(p_comp, mask=comp, other=0, volatile=True), axis=0)
-        seen += tl.sum(tl.load(p_inc, mask=inc, other=0, volatile=True), axis=0)
+        seen += tl.sum(tl.load(p_inc, mask=start, other=0, volatile=True), axis=0)
     tl.atomic_add(p_comp, 0, mask=comp, sem="acquire", scope="gpu")
-    tl.atomic_add(p_inc, 0, mask=inc, sem="acquire", scope="gpu")
+    tl.atomic_add(p_inc, 0, mask=start, sem="acquire", scope="gpu")
     tl.debug_barrier()  # every thread's reads below come after the acquires
     m = comp[:, None] & m_n[None, :]
-    mi = inc[:, None] & m_n[None, :]
     off = o_k.to(tl.int64)[:, None] * N + o_n[None, :]
     a = load(p_agg_a, off, m, F64, volatile=True)
     b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
+    # The fold's start: the carry out of chunk p0, or the window's initial carry.
     x = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
     if HAS_INITIAL:
         x = load(p_init, o_n, m_n, F64)
-    xi = load(p_agg_a, off + size, mi, F64, volatile=True)
-    first = (o_w == 0)[:, None] & (o_n >= 0)[None, :]  # the fold's start: that carry or the initial one
-    a = tl.where(first, tl.where(mi, xi, x[None, :]), a)
+    if REVERSE:
+        k0 = nseg - 1 - p0
+    else:
+        k0 = p0
+    has0 = m_n & (o_n * 0 + p0 >= 0)  # as a block: the interpreter takes no scalar in a mask
+    x0 = load(p_agg_a, size + k0.to(tl.int64) * N + o_n, has0, F64, volatile=True)
+    x = tl.where(has0, x0, x)
+    first = (o_w == 0)[:, None] & (o_n >= 0)[None, :]
+    a = tl.where(first, x[None, :], a)
     b = tl.where(first, 0.0, b)
     fa, _ = tl.associative_scan((a, b), 0, combine)
     carry = row(fa, o_w, KP - 1)
