@@ -76,19 +76,21 @@ def _column_blocks():
 
 
 def _window_blocks():
-    """Time-major look-back variants rebuilt as column blocks with the windowed fold
-    (launch.COLUMN_WINDOW, off by default), at the window sizes tune.py tries."""
+    """Look-back variants rebuilt with the windowed fold (off by default), at the window sizes
+    tune.py tries: time-major ones as column blocks (launch.COLUMN_WINDOW), batch-major ones
+    at the look-back's largest blocks (launch.LOOKBACK_WINDOW)."""
     from rlscan_jax._src.triton import launch
 
+    columns = (launch.COLUMN_WINDOW_BT, launch.COLUMNS_TIME_MAJOR, launch.COLUMNS_TIME_MAJOR // 32)
+    blocks = {0: [columns], 1: [(4096, 1, 8), (1024, 4, 8)]}
     out = []
     for v in VARIANTS:
         c = dict(v.constexprs)
-        if c.get("LAYOUT") == 0 and c.get("PHASE") == 3 and "*bf16" not in v.types:
-            for kp in (4, 8, 16):
-                block = {"BT": launch.COLUMN_WINDOW_BT, "BB": launch.COLUMNS_TIME_MAJOR, "KP": kp, "WINDOWED": True}
-                constexprs = tuple(sorted({**c, **block}.items()))
-                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, launch.COLUMNS_TIME_MAJOR // 32))
-    assert out
+        if c.get("PHASE") == 3 and c.get("LAYOUT") in blocks and "*bf16" not in v.types:
+            for (bt, bb, warps), kp in itertools.product(blocks[c["LAYOUT"]], (4, 8, 16)):
+                constexprs = tuple(sorted({**c, "BT": bt, "BB": bb, "KP": kp, "WINDOWED": True}.items()))
+                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
+    assert {dict(v.constexprs)["LAYOUT"] for v in out} == {0, 1}
     return out
 
 

@@ -46,7 +46,7 @@ TINY = dict(
 COLUMNS = dict(
     COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
 )
-WINDOW = dict(COLUMNS, COLUMN_WINDOW=2, COLUMN_WINDOW_BT=4)
+WINDOW = dict(COLUMNS, COLUMN_WINDOW=2, COLUMN_WINDOW_BT=4, LOOKBACK_WINDOW=2)
 
 
 def _clear_caches():
@@ -66,7 +66,8 @@ def _tiny_blocks(monkeypatch, split):
     "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time);
     "window": column blocks split by the look-back with a fold of 2 slots (launch.COLUMN_WINDOW),
-    so 10 chunks chain through the inclusive carries 2 chunks back.
+    so 10 chunks chain through the inclusive carries 2 chunks back; the other blocks likewise
+    (launch.LOOKBACK_WINDOW).
     """
     from rlscan_jax._src.triton import launch
 
@@ -74,7 +75,7 @@ def _tiny_blocks(monkeypatch, split):
     with monkeypatch.context() as m:
         for name, value in TINY.items():
             m.setattr(launch, name, value)
-        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
+        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)  # "window": windowed
         for name, value in {"columns": COLUMNS, "window": WINDOW}.get(split, {}).items():
             m.setattr(launch, name, value)
         yield

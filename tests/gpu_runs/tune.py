@@ -80,6 +80,11 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4},
     {"COLUMN_WINDOW": 4, "COLUMN_WINDOW_BT": 4},
     {"COLUMN_WINDOW": 8, "COLUMN_MIN_T": 1},
+    # The windowed fold for the other look-back blocks (batch-major rows, few time-major rows).
+    {"LOOKBACK_WINDOW": 16},
+    {"LOOKBACK_WINDOW": 8},
+    {"LOOKBACK_WINDOW": 16, "SPLIT_BLOCK_ELEMS": 1024},
+    {"LOOKBACK_WINDOW": 16, "SPLIT_BLOCK_ELEMS": 2048},
 ]
 
 

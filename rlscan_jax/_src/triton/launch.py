@@ -205,6 +205,10 @@ COLUMN_MAX_SEGMENTS = 128
 # launch. Off while COLUMN_WINDOW is 0: prepared, not yet measured on a GPU.
 COLUMN_WINDOW = 0
 COLUMN_WINDOW_BT = 8
+# The same windowed fold for the other blocks (off while 0): rows split by the look-back fold at
+# most LOOKBACK_WINDOW slots, and rows with too many chunks for LOOKBACK_FOLD take the look-back
+# too instead of the three-launch split. Prepared, not yet measured on a GPU.
+LOOKBACK_WINDOW = 0
 
 
 class Geometry(NamedTuple):
@@ -269,8 +273,9 @@ def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
-    if chunks > 1 and next_pow2(chunks) <= LOOKBACK_FOLD * BT and few_rows:
-        return _plan(g, BT, BB, chunks, 1, True)
+    if chunks > 1 and few_rows and (LOOKBACK_WINDOW or next_pow2(chunks) <= LOOKBACK_FOLD * BT):
+        p = _plan(g, BT, BB, chunks, 1, True)
+        return p._replace(window=LOOKBACK_WINDOW) if next_pow2(chunks) > LOOKBACK_WINDOW > 0 else p
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
