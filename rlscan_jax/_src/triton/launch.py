@@ -292,16 +292,13 @@ def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
 def _column_plan(g: Geometry) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
-    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
-    chunks, row_blocks = cdiv(g.T, BT), cdiv(g.N, BB)
-    if COLUMN_WINDOW:
-        BT = max(2, min(next_pow2(g.T), COLUMN_WINDOW_BT))
-        chunks = cdiv(g.T, BT)
-        if chunks > 1:
-            return _plan(g, BT, BB, chunks, 1, True, max(1, BB // 32))._replace(window=COLUMN_WINDOW)
+    BT = max(2, min(next_pow2(g.T), COLUMN_WINDOW_BT if COLUMN_WINDOW else COLUMN_BT))
+    chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
+    if COLUMN_WINDOW and chunks > 1:
+        return _plan(g, BT, BB, chunks, 1, True, warps)._replace(window=COLUMN_WINDOW)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max(1, BB // 32))
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
 
 def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
@@ -341,7 +338,7 @@ def scan_call(
     p = plan(g, few_rows_elems)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
-    meta["WINDOWED"] = p.window > 0
+    meta.update(WINDOWED=p.window > 0)
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
