@@ -19,6 +19,7 @@ import numpy as np
 
 import rlscan_jax
 from benchmarks import devicetime
+from benchmarks.run import environment
 from rlscan_jax._src.triton import batching, launch, ops
 
 SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
@@ -146,6 +147,7 @@ def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vec
     copy_us = float(np.median(devicetime.per_call_us(s.windows["copy"], 1)[0]))
     bw = 2 * x.nbytes / copy_us / 1e3
     print(f"copy {bw:.0f} GB/s", flush=True)
+    env = environment()  # the device, versions and date of the run, for the output
     records = []
     for op in ops_:
         for shape, axis in SHAPES:
@@ -197,7 +199,7 @@ def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vec
                 flush=True,
             )
             with open(out, "w") as f:  # after every shape: a run cut short keeps what it measured
-                json.dump({"copy_bw_gbps": bw, "records": records}, f)
+                json.dump({**env, "argv": sys.argv[1:], "copy_bw_gbps": bw, "records": records}, f)
 
 
 if __name__ == "__main__":
