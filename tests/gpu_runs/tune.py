@@ -1,16 +1,25 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|window]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
-steps, and only the VEC_BATCH_MAJOR configurations)
+steps, and only the VEC_BATCH_MAJOR configurations; window: every shape, only the windowed
+look-back configurations)
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
 Prints the best configuration per shape. The first configuration is the shipped one.
+
+Several processes may tune side by side on one GPU (`tune_all.sh`: one per op): with
+TUNE_LOCK=PATH set, each holds an exclusive lock on PATH (flock) whenever it runs anything on
+the GPU (inputs, the bandwidth copy, the correctness check, the timed windows) and compiles
+without it, so compilation runs in parallel and timings never overlap.
 """
 
+import contextlib
+import fcntl
 import json
+import os
 import sys
 
 import jax
@@ -81,6 +90,10 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4},
     {"COLUMN_WINDOW": 4, "COLUMN_WINDOW_BT": 4},
     {"COLUMN_WINDOW": 8, "COLUMN_MIN_T": 1},
+    {"COLUMN_WINDOW": 4, "COLUMN_MIN_T": 1},
+    {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4, "COLUMN_MIN_T": 1},
+    {"COLUMN_WINDOW": 16, "COLUMN_WINDOW_BT": 4},
+    {"COLUMN_WINDOW": 8, "COLUMNS_TIME_MAJOR": 128},
     # The windowed fold for the other look-back blocks (batch-major rows, few time-major rows).
     {"LOOKBACK_WINDOW": 16},
     {"LOOKBACK_WINDOW": 8},
@@ -94,40 +107,80 @@ SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in 
 PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS,)}
 
 
-def make(op, shape, axis, impl):
-    """The op's forward, compiled now: later changes to the launch constants cannot retrace it."""
+def inputs(op, shape, axis):
+    """The op's inputs on the device (GPU work: run under the lock) and its bytes_min."""
     key = jax.random.split(jax.random.PRNGKey(0), 3)
     r = jax.random.normal(key[0], shape, jnp.float32)
     v = jax.random.normal(key[1], shape, jnp.float32)
     done = jax.random.bernoulli(key[2], 0.02, shape)
     batch = tuple(s for i, s in enumerate(shape) if i != axis)
     boot = jnp.zeros(batch, jnp.float32)
-    v1, v5 = v * 0.1, v * 0.5  # outside the timed program
     if op == "gae":
-        f = lambda: rlscan_jax.gae(r, v, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl)
-        nbytes = r.size * 17
+        return (r, v, done, boot), r.size * 17
+    if op in ("vtrace", "retrace"):
+        return (r, v, v * 0.5, v * 0.1, done, boot), r.size * 21
+    return (r, done), r.size * 9
+
+
+def make(op, args, axis, impl):
+    """The op's forward, compiled now from the inputs' shapes (no GPU work): later changes to the
+    launch constants cannot retrace it. Returns a function of no arguments."""
+    if op == "gae":
+        f = lambda r, v, done, boot: rlscan_jax.gae(
+            r, v, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl
+        )
     elif op == "vtrace":
-        f = lambda: rlscan_jax.vtrace(
+        f = lambda r, v, v5, v1, done, boot: rlscan_jax.vtrace(
             r, v, v1, terminated=done, bootstrap_value=boot, time_axis=axis, implementation=impl
         )
-        nbytes = r.size * 21
     elif op == "retrace":
-        f = lambda: rlscan_jax.retrace(r, v, v5, v1, terminated=done, time_axis=axis, implementation=impl)
-        nbytes = r.size * 21
+        f = lambda r, v, v5, v1, done, boot: rlscan_jax.retrace(
+            r, v, v5, v1, terminated=done, time_axis=axis, implementation=impl
+        )
     elif op == "eligibility_traces":
-        f = lambda: rlscan_jax.eligibility_traces(r, done, gamma=0.99, lambda_=0.9, time_axis=axis, implementation=impl)
-        nbytes = r.size * 9
+        f = lambda r, done: rlscan_jax.eligibility_traces(
+            r, done, gamma=0.99, lambda_=0.9, time_axis=axis, implementation=impl
+        )
     else:
-        f = lambda: rlscan_jax.discounted_returns(r, terminated=done, time_axis=axis, implementation=impl)
-        nbytes = r.size * 9
-    return jax.jit(f).lower().compile(), nbytes
+        f = lambda r, done: rlscan_jax.discounted_returns(r, terminated=done, time_axis=axis, implementation=impl)
+    specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args]
+    compiled = jax.jit(f).lower(*specs).compile()
+    return lambda: compiled(*args)
 
 
-def _selected(cfg, only_columns, only_vector):
-    if only_columns:
+@contextlib.contextmanager
+def gpu_lock():
+    """Exclusive use of the GPU among the tune processes sharing TUNE_LOCK (none without it)."""
+    path = os.environ.get("TUNE_LOCK")
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _selected(cfg, mode):
+    if mode == "columns":
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
-    if only_vector:
+    if mode == "vector":
         return not cfg or "VEC_BATCH_MAJOR" in cfg
+    if mode == "window":
+        return not cfg or any(k.endswith("WINDOW") for k in cfg)
+    return True
+
+
+def _shape_selected(shape, axis, mode):
+    time_major = axis == 0 and len(shape) > 1
+    if mode == "time_major":
+        return time_major
+    if mode == "columns":
+        return time_major and shape[0] >= 256
+    if mode == "vector":
+        return axis == 1 and shape[1] % 4 == 0
     return True
 
 
@@ -139,29 +192,28 @@ def configure(cfg):
     ops._op.cache_clear()
 
 
-def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vector=False):
-    x = jnp.ones((1 << 29,), jnp.float32)
-    cp = jax.jit(lambda x: x * 1.0000001)
-    jax.block_until_ready(cp(x))
-    s = devicetime.run([devicetime.Job("copy", lambda: cp(x), windows=5)])
+def main(out, ops_=("gae",), mode=None):
+    with gpu_lock():
+        x = jnp.ones((1 << 29,), jnp.float32)
+        cp = jax.jit(lambda x: x * 1.0000001)
+        jax.block_until_ready(cp(x))
+        s = devicetime.run([devicetime.Job("copy", lambda: cp(x), windows=5)])
     copy_us = float(np.median(devicetime.per_call_us(s.windows["copy"], 1)[0]))
-    bw = 2 * x.nbytes / copy_us / 1e3
+    bw = 2 * (1 << 29) * 4 / copy_us / 1e3
     print(f"copy {bw:.0f} GB/s", flush=True)
     env = environment()  # the device, versions and date of the run, for the output
     records = []
     for op in ops_:
         for shape, axis in SHAPES:
-            if only_time_major and (axis != 0 or len(shape) < 2):
+            if not _shape_selected(shape, axis, mode):
                 continue
-            if only_columns and (axis != 0 or len(shape) < 2 or shape[0] < 256):
-                continue
-            if only_vector and (axis != 1 or shape[1] % 4):
-                continue
-            ref_fn, nbytes = make(op, shape, axis, "associative")
-            ref = jax.tree.leaves(ref_fn())
+            with gpu_lock():
+                args, nbytes = inputs(op, shape, axis)
+                jax.block_until_ready(args)
+            ref_fn = make(op, args, axis, "associative")
             g = launch.geometry(shape, axis % len(shape))
-            jobs, seen = [], {}
-            for cfg in [c for c in CONFIGS if _selected(c, only_columns, only_vector)]:
+            fns, seen = [], {}
+            for cfg in [c for c in CONFIGS if _selected(c, mode)]:
                 configure(cfg)
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 # the launch differs in the vector hint and the carry chain too
@@ -169,17 +221,22 @@ def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vec
                 if p in seen:
                     continue
                 try:
-                    fn, _ = make(op, shape, axis, "triton")
+                    fn = make(op, args, axis, "triton")
                 except Exception as e:  # a compiler failure is a result too
                     print(f"{op} {shape} ax{axis} {cfg}: FAILED {type(e).__name__}: {str(e)[:200]}", flush=True)
                     continue
-                got = jax.tree.leaves(fn())
-                err = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(got, ref))
-                seen[p] = (cfg, err)
-                jobs.append(devicetime.Job(str(len(jobs)), fn, windows=7))
-            s = devicetime.run(jobs)
+                seen[p] = cfg
+                fns.append(fn)
+            with gpu_lock():
+                ref = jax.tree.leaves(ref_fn())
+                errs = []
+                for fn in fns:
+                    got = jax.tree.leaves(fn())
+                    errs.append(max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(got, ref)))
+                jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
+                s = devicetime.run(jobs)
             shape_recs = []
-            for job, ((p, vec, kc), (cfg, err)) in zip(jobs, seen.items()):
+            for job, err, ((p, vec, kc), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
@@ -194,19 +251,41 @@ def main(out, ops_=("gae",), only_time_major=False, only_columns=False, only_vec
             best = min(ok, key=lambda r: r["us"])
             print(
                 f"{op} {shape} ax{axis}: {len(shape_recs)} plans, best {best['cfg']} {best['plan']} "
-                f"{best['us']:.1f}us {100 * best['frac']:.0f}%; worst {max(r['us'] for r in shape_recs):.1f}us; "
-                f"bad {len(shape_recs) - len(ok)}",
+                f"{best['us']:.1f}us {100 * best['frac']:.0f}%; shipped {shape_recs[0]['us']:.1f}us; "
+                f"worst {max(r['us'] for r in shape_recs):.1f}us; bad {len(shape_recs) - len(ok)}",
                 flush=True,
             )
             with open(out, "w") as f:  # after every shape: a run cut short keeps what it measured
                 json.dump({**env, "argv": sys.argv[1:], "copy_bw_gbps": bw, "records": records}, f)
 
 
-if __name__ == "__main__":
+def summary(paths):
+    """One line per (op, shape): the shipped plan's time and the best one's, from tune outputs."""
+    for path in paths:
+        with open(path) as f:
+            d = json.load(f)
+        print(f"{path}: copy {d['copy_bw_gbps']:.0f} GB/s, {d['device']}, {d['date']}")
+        by = {}
+        for r in d["records"]:
+            by.setdefault((r["op"], tuple(r["shape"]), r["axis"]), []).append(r)
+        for (op, shape, axis), rs in by.items():
+            ok = [r for r in rs if r["err"] < 1e-3]
+            best = min(ok, key=lambda r: r["us"]) if ok else None
+            name = f"{op} {'x'.join(map(str, shape))} ax{axis}"
+            if best is None:
+                print(f"  {name:34s} no plan within tolerance")
+                continue
+            print(
+                f"  {name:34s} shipped {rs[0]['us']:7.1f}  best {best['us']:7.1f} ({100 * best['frac']:3.0f}%)"
+                f"  x{rs[0]['us'] / best['us']:.2f} {best['cfg']}"
+            )
+
+
+if __name__ == "__main__" and sys.argv[1] == "--summary":
+    summary(sys.argv[2:])
+elif __name__ == "__main__":
     main(
         sys.argv[1],
         tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else ("gae",),
-        len(sys.argv) > 3 and sys.argv[3] in ("time_major", "columns"),
-        len(sys.argv) > 3 and sys.argv[3] == "columns",
-        len(sys.argv) > 3 and sys.argv[3] == "vector",
+        sys.argv[3] if len(sys.argv) > 3 else None,
     )
