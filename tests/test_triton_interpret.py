@@ -144,7 +144,7 @@ VEC_CASES = [
 
 @contextlib.contextmanager
 def _vector_rows(monkeypatch):
-    """launch.VEC_BATCH_MAJOR = 4 (off by default); yields the VEC of every kernel launched."""
+    """launch.VEC_BATCH_MAJOR = 4 in blocks of any length; yields the VEC of every kernel launched."""
     from rlscan_jax._src.triton import launch
 
     seen = []
@@ -157,6 +157,7 @@ def _vector_rows(monkeypatch):
     _clear_caches()
     with monkeypatch.context() as m:
         m.setattr(launch, "VEC_BATCH_MAJOR", 4)
+        m.setattr(launch, "VEC_MIN_BT", 1)  # the small blocks of these shapes
         m.setattr(launch, "call", spy)
         yield seen
     _clear_caches()

@@ -104,7 +104,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
 # What each op's launcher passes to the plan besides the shape (as rlscan_jax/_src/triton/launchers).
-PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS,)}
+PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS, True)}
 
 
 def inputs(op, shape, axis):

@@ -177,12 +177,14 @@ ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
-# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (off while it is 1): the kernels
-# keep the rows ascending and tell the compiler that each row starts on a multiple of it, so a
-# thread loads that many consecutive steps with one vector instruction. Not for the look-back
-# (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
-# Not yet measured on a GPU (tests/gpu_runs/tune_h200.md, run 4).
-VEC_BATCH_MAJOR = 1
+# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (off while it is 1), in blocks of
+# at least VEC_MIN_BT steps: the kernels keep the rows ascending and tell the compiler that each
+# row starts on a multiple of it, so a thread loads that many consecutive steps with one vector
+# instruction. Not for the look-back (PHASE 3): triton 3.6 fails to compile those variants (an
+# assertion in its scan lowering). Measured in tests/gpu_runs/tune_h200.md, run 6: 1.1-3.9x
+# faster in blocks of 128 to 4096 steps, slower in blocks of 16 (65536x16).
+VEC_BATCH_MAJOR = 4
+VEC_MIN_BT = 128
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
@@ -243,10 +245,12 @@ class Plan(NamedTuple):
     window: int = 0  # PHASE 3's fold: 0 every chunk before, else this many slots (WINDOWED)
 
 
-def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
+def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = False) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
+    `vector_split`: long batch-major rows that can load as vectors take the three-launch split
+    (vectorised) instead of the look-back (not), for a kernel measured faster so.
     """
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
@@ -273,7 +277,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None) -> Plan:
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
-    if chunks > 1 and few_rows and (LOOKBACK_WINDOW or next_pow2(chunks) <= LOOKBACK_FOLD * BT):
+    vectors = vector_split and g.layout == 1 and VEC_BATCH_MAJOR > 1 and T % VEC_BATCH_MAJOR == 0
+    if chunks > 1 and few_rows and not vectors and (LOOKBACK_WINDOW or next_pow2(chunks) <= LOOKBACK_FOLD * BT):
         p = _plan(g, BT, BB, chunks, 1, True)
         return p._replace(window=LOOKBACK_WINDOW) if next_pow2(chunks) > LOOKBACK_WINDOW > 0 else p
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
@@ -309,8 +314,10 @@ def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, nu
 
 
 def vector_width(g: Geometry, p: Plan) -> int:
-    """VEC_BATCH_MAJOR for batch-major rows of a multiple of it, outside the look-back; else 1."""
+    """VEC_BATCH_MAJOR for batch-major rows of a multiple of it in blocks of at least VEC_MIN_BT
+    steps, outside the look-back; else 1."""
     vectors = g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0 and not p.lookback
+    vectors = vectors and p.BT >= VEC_MIN_BT
     return VEC_BATCH_MAJOR if vectors else 1
 
 
@@ -325,6 +332,7 @@ def scan_call(
     f64: bool,
     initial: jax.Array | None = None,
     few_rows_elems: int | None = None,
+    vector_split: bool = False,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -335,7 +343,7 @@ def scan_call(
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
-    p = plan(g, few_rows_elems)
+    p = plan(g, few_rows_elems, vector_split)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(WINDOWED=p.window > 0)
