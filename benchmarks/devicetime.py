@@ -68,13 +68,36 @@ def _profile_options():
     return opts
 
 
-def run(jobs: Sequence[Job], *, log_dir: str | None = None, gap_s: float = 2e-3) -> Session:
+FLUSH_JOB = "_flush"
+
+
+def cache_flush(nbytes: int) -> Callable[[], jax.Array]:
+    """A compiled pass that reads and writes `nbytes` of device memory, for `run`'s before_window:
+    at several times the L2 cache's size it leaves none of the previous call's data there."""
+    import jax.numpy as jnp
+
+    x = jnp.zeros((max(1, nbytes // 4),), jnp.float32)
+    f = jax.jit(lambda x: x + 1.0).lower(x).compile()  # compiled now: jax.clear_caches() keeps it
+    jax.block_until_ready(f(x))
+    return lambda: f(x)
+
+
+def run(
+    jobs: Sequence[Job],
+    *,
+    log_dir: str | None = None,
+    gap_s: float = 2e-3,
+    before_window: Callable[[], object] | None = None,
+) -> Session:
     """Runs every job's windows inside one profiler session and attributes device events.
 
     Args:
       jobs: the calls; each job's `fn` must already be compiled and warmed up.
       log_dir: where the trace goes (a fresh temporary directory, removed after, by default).
       gap_s: idle time before each window, so windows never touch on the device timeline.
+      before_window: run (and waited for) before each window, in a window of its own named
+        FLUSH_JOB, e.g. a pass over a buffer larger than the L2 cache, so that a call's inputs
+        come from device memory, not from the cache where the previous call left them.
 
     Returns:
       a `Session`.
@@ -83,8 +106,14 @@ def run(jobs: Sequence[Job], *, log_dir: str | None = None, gap_s: float = 2e-3)
         if log_dir is None:
             log_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="rlscan_trace_"))
         with jax.profiler.trace(log_dir, create_perfetto_trace=True, profiler_options=_profile_options()):
+            flushes = 0
             for job in jobs:
                 for w in range(job.windows):
+                    if before_window is not None:
+                        time.sleep(gap_s)
+                        with jax.profiler.TraceAnnotation(f"{PREFIX}{FLUSH_JOB}#{flushes}"):
+                            jax.block_until_ready(before_window())
+                        flushes += 1
                     time.sleep(gap_s)
                     with jax.profiler.TraceAnnotation(f"{PREFIX}{job.name}#{w}"):
                         jax.block_until_ready(job.fn())

@@ -169,6 +169,29 @@ def test_profiler_session_finds_its_windows():
         assert len(samples) == 2 and all(s > 0 for s in samples)
 
 
+def test_profiler_session_flushes_before_each_window():
+    """before_window runs before every window, in windows of its own that the jobs never see."""
+    order = []
+    f = jax.jit(lambda x: jnp.cumsum(x) * 2)
+    x = jnp.ones(1000)
+    jax.block_until_ready(f(x))
+    flush = devicetime.cache_flush(1 << 20)
+
+    def before():
+        order.append("flush")
+        return flush()
+
+    def call():
+        order.append("call")
+        return f(x)
+
+    jobs = [devicetime.Job("a", call, windows=2), devicetime.Job("b", call, windows=1)]
+    session = devicetime.run(jobs, before_window=before)
+    assert order == ["flush", "call"] * 3
+    assert len(session.windows["a"]) == 2 and len(session.windows["b"]) == 1
+    assert len(session.windows[devicetime.FLUSH_JOB]) == 3
+
+
 def _record(impl, n, t, dtype="float32", mode="fwd", *, fraction=None, injit=None, device=None, status="ok"):
     """A result record; `fraction` sets the device time to that fraction of the bandwidth limit."""
     b = shapes.bytes_min("gae", n, t, dtype, mode)

@@ -1,10 +1,10 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|window]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|window|columns_window]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps, and only the VEC_BATCH_MAJOR configurations; window: every shape, only the windowed
-look-back configurations)
+look-back configurations; columns_window: the shapes of columns, the configurations of window)
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
@@ -168,7 +168,7 @@ def _selected(cfg, mode):
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
         return not cfg or "VEC_BATCH_MAJOR" in cfg
-    if mode == "window":
+    if mode in ("window", "columns_window"):
         return not cfg or any(k.endswith("WINDOW") for k in cfg)
     return True
 
@@ -177,7 +177,7 @@ def _shape_selected(shape, axis, mode):
     time_major = axis == 0 and len(shape) > 1
     if mode == "time_major":
         return time_major
-    if mode == "columns":
+    if mode in ("columns", "columns_window"):
         return time_major and shape[0] >= 256
     if mode == "vector":
         return axis == 1 and shape[1] % 4 == 0
@@ -198,6 +198,7 @@ def main(out, ops_=("gae",), mode=None):
         cp = jax.jit(lambda x: x * 1.0000001)
         jax.block_until_ready(cp(x))
         s = devicetime.run([devicetime.Job("copy", lambda: cp(x), windows=5)])
+        flush = devicetime.cache_flush(256 << 20)  # before each window: inputs from DRAM, not L2
     copy_us = float(np.median(devicetime.per_call_us(s.windows["copy"], 1)[0]))
     bw = 2 * (1 << 29) * 4 / copy_us / 1e3
     print(f"copy {bw:.0f} GB/s", flush=True)
@@ -234,7 +235,7 @@ def main(out, ops_=("gae",), mode=None):
                     got = jax.tree.leaves(fn())
                     errs.append(max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(got, ref)))
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
-                s = devicetime.run(jobs)
+                s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
             for job, err, ((p, vec, kc), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
