@@ -46,7 +46,8 @@ def _largest_folds():
 
 
 def _vector_variants():
-    """The batch-major variants launch.VEC_BATCH_MAJOR = 4 would make (off by default; not PHASE 3)."""
+    """Batch-major variants recorded without vector loads (blocks under launch.VEC_MIN_BT steps),
+    rebuilt with VEC = 4: every block the recorded calls reach compiles with them too (not PHASE 3)."""
     out = []
     for v in VARIANTS:
         c = dict(v.constexprs)
@@ -72,25 +73,6 @@ def _column_blocks():
             constexprs = tuple(sorted({**c, "BT": p.BT, "BB": p.BB}.items()))
             out.append(triton_variants.Variant(v.kernel, v.types, constexprs, p.num_warps))
     assert out
-    return out
-
-
-def _window_blocks():
-    """Look-back variants rebuilt with the windowed fold (off by default), at the window sizes
-    tune.py tries: time-major ones as column blocks (launch.COLUMN_WINDOW), batch-major ones
-    at the look-back's largest blocks (launch.LOOKBACK_WINDOW)."""
-    from rlscan_jax._src.triton import launch
-
-    columns = (launch.COLUMN_WINDOW_BT, launch.COLUMNS_TIME_MAJOR, launch.COLUMNS_TIME_MAJOR // 32)
-    blocks = {0: [columns], 1: [(4096, 1, 8), (1024, 4, 8)]}
-    out = []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        if c.get("PHASE") == 3 and c.get("LAYOUT") in blocks and "*bf16" not in v.types:
-            for (bt, bb, warps), kp in itertools.product(blocks[c["LAYOUT"]], (4, 8, 16)):
-                constexprs = tuple(sorted({**c, "BT": bt, "BB": bb, "KP": kp, "WINDOWED": True}.items()))
-                out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
-    assert {dict(v.constexprs)["LAYOUT"] for v in out} == {0, 1}
     return out
 
 
@@ -131,7 +113,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _window_blocks(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

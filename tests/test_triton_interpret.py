@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "window"]
+SPLITS = ["lookback", "three-launch", "columns"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -46,7 +46,6 @@ TINY = dict(
 COLUMNS = dict(
     COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
 )
-WINDOW = dict(COLUMNS, COLUMN_WINDOW=2, COLUMN_WINDOW_BT=4, LOOKBACK_WINDOW=2)
 
 
 def _clear_caches():
@@ -64,10 +63,7 @@ def _tiny_blocks(monkeypatch, split):
 
     Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
     "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
-    launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time);
-    "window": column blocks split by the look-back with a fold of 2 slots (launch.COLUMN_WINDOW),
-    so 10 chunks chain through the inclusive carries 2 chunks back; the other blocks likewise
-    (launch.LOOKBACK_WINDOW).
+    launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     """
     from rlscan_jax._src.triton import launch
 
@@ -75,9 +71,10 @@ def _tiny_blocks(monkeypatch, split):
     with monkeypatch.context() as m:
         for name, value in TINY.items():
             m.setattr(launch, name, value)
-        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)  # "window": windowed
-        for name, value in {"columns": COLUMNS, "window": WINDOW}.get(split, {}).items():
-            m.setattr(launch, name, value)
+        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
+        if split == "columns":
+            for name, value in COLUMNS.items():
+                m.setattr(launch, name, value)
         yield
     _clear_caches()
 

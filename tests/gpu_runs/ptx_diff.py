@@ -39,7 +39,8 @@ def stable_name(name: str) -> str:
     """A variant's name without the flags at their defaults that older checkouts do not have.
 
     VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
-    of every chunk before; the flag came with the windowed fold) compile as before the flag.
+    of every chunk before; the flag was there from 142c23d until the windowed fold was measured
+    and removed after adb761d) compile as without the flag.
     """
     return name.replace(",VEC=1,", ",").replace(",VEC=1]", "]").replace(",WINDOWED=False", "")
 

@@ -1,10 +1,10 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|window|columns_window]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
-steps, and only the VEC_BATCH_MAJOR configurations; window: every shape, only the windowed
-look-back configurations; columns_window: the shapes of columns, the configurations of window)
+steps, and only the VEC_BATCH_MAJOR configurations). The windowed look-back's configurations
+and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
 reference, and timed from the profiler trace (kernel time only, all launches of a call).
@@ -83,22 +83,9 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"COLUMN_MAX_SEGMENTS": 64},
     {"COLUMN_TARGET_PROGRAMS": 1056},
     {"COLUMN_MIN_T": 1},  # column blocks for rows of 128 steps or fewer too
-    # Column blocks split by the look-back with a windowed fold (prepared, not yet measured).
-    {"COLUMN_WINDOW": 8},
-    {"COLUMN_WINDOW": 4},
-    {"COLUMN_WINDOW": 16},
-    {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4},
-    {"COLUMN_WINDOW": 4, "COLUMN_WINDOW_BT": 4},
-    {"COLUMN_WINDOW": 8, "COLUMN_MIN_T": 1},
-    {"COLUMN_WINDOW": 4, "COLUMN_MIN_T": 1},
-    {"COLUMN_WINDOW": 8, "COLUMN_WINDOW_BT": 4, "COLUMN_MIN_T": 1},
-    {"COLUMN_WINDOW": 16, "COLUMN_WINDOW_BT": 4},
-    {"COLUMN_WINDOW": 8, "COLUMNS_TIME_MAJOR": 128},
-    # The windowed fold for the other look-back blocks (batch-major rows, few time-major rows).
-    {"LOOKBACK_WINDOW": 16},
-    {"LOOKBACK_WINDOW": 8},
-    {"LOOKBACK_WINDOW": 16, "SPLIT_BLOCK_ELEMS": 1024},
-    {"LOOKBACK_WINDOW": 16, "SPLIT_BLOCK_ELEMS": 2048},
+    # Rows of 8 steps in one [8, 256] column block a program, one pass: the plan that won at
+    # 32768x8 time-major in run 6 for discounted returns, eligibility traces and Retrace (1.12-1.27x).
+    {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
 ]
 
 
@@ -168,8 +155,6 @@ def _selected(cfg, mode):
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
         return not cfg or "VEC_BATCH_MAJOR" in cfg
-    if mode in ("window", "columns_window"):
-        return not cfg or any(k.endswith("WINDOW") for k in cfg)
     return True
 
 
@@ -177,7 +162,7 @@ def _shape_selected(shape, axis, mode):
     time_major = axis == 0 and len(shape) > 1
     if mode == "time_major":
         return time_major
-    if mode in ("columns", "columns_window"):
+    if mode == "columns":
         return time_major and shape[0] >= 256
     if mode == "vector":
         return axis == 1 and shape[1] % 4 == 0

@@ -2,9 +2,10 @@
 # Tunes several ops side by side on one GPU: one tune.py process per op (compiling in parallel,
 # timing one at a time under a shared lock, see tune.py), then prints the per-shape summary.
 # Usage, from the repository root on the GPU machine: bash tests/gpu_runs/tune_all.sh OUTDIR MODE OPS
-# (MODE as tune.py's: time_major, columns, vector, window, or all; OPS comma-separated)
+# (MODE as tune.py's: time_major, columns, vector, or all; OPS comma-separated)
 # LIMIT (seconds, default 300) bounds every process; each writes OUTDIR/tune-MODE-OP.{json,log}
-# after every shape, so a process cut off keeps what it measured.
+# after every shape, so a process cut off keeps what it measured. PACK=1 packs OUTDIR into
+# OUTDIR.tgz and removes it (the device tool returns at most 8 files from $OUT).
 set -u
 out=${1:?usage: tune_all.sh OUTDIR MODE OPS}
 mode=${2:?mode}
@@ -21,3 +22,6 @@ for op in ${ops//,/ }; do
 done
 wait "${pids[@]}"
 python3 tests/gpu_runs/tune.py --summary "$out"/tune-"${mode:-all}"-*.json
+if [ "${PACK:-0}" = 1 ]; then
+  tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")" && rm -rf "$out"
+fi

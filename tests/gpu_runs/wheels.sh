@@ -14,7 +14,11 @@ if [ "${WITH_RLAX:-0}" = 1 ]; then
   wheels+=(.whl/rlax/*.whl)
 fi
 if ((${#wheels[@]})); then
-  python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site "${wheels[@]}" || exit 1
+  # One install at a time: scripts started side by side (run.sh and sanitize.sh) otherwise race on
+  # /tmp/site (pip's --upgrade removes what the other is installing; seen 2026-12-01).
+  lock=()
+  command -v flock >/dev/null && lock=(flock /tmp/site.lock)
+  ${lock[@]+"${lock[@]}"} python3 -m pip install -q --no-index --no-deps --upgrade --target /tmp/site "${wheels[@]}" || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD

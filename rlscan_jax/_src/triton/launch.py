@@ -177,7 +177,7 @@ ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
-# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (off while it is 1), in blocks of
+# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (1 turns this off), in blocks of
 # at least VEC_MIN_BT steps: the kernels keep the rows ascending and tell the compiler that each
 # row starts on a multiple of it, so a thread loads that many consecutive steps with one vector
 # instruction. Not for the look-back (PHASE 3): triton 3.6 fails to compile those variants (an
@@ -202,15 +202,6 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
-# Column blocks split by the look-back instead, one chunk of COLUMN_WINDOW_BT steps a program,
-# each folding COLUMN_WINDOW slots (common.lookback's WINDOWED): inputs read once, no third
-# launch. Off while COLUMN_WINDOW is 0: prepared, not yet measured on a GPU.
-COLUMN_WINDOW = 0
-COLUMN_WINDOW_BT = 8
-# The same windowed fold for the other blocks (off while 0): rows split by the look-back fold at
-# most LOOKBACK_WINDOW slots, and rows with too many chunks for LOOKBACK_FOLD take the look-back
-# too instead of the three-launch split. Prepared, not yet measured on a GPU.
-LOOKBACK_WINDOW = 0
 
 
 class Geometry(NamedTuple):
@@ -242,7 +233,6 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
-    window: int = 0  # PHASE 3's fold: 0 every chunk before, else this many slots (WINDOWED)
 
 
 def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = False) -> Plan:
@@ -278,9 +268,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
     vectors = vector_split and g.layout == 1 and VEC_BATCH_MAJOR > 1 and T % VEC_BATCH_MAJOR == 0
-    if chunks > 1 and few_rows and not vectors and (LOOKBACK_WINDOW or next_pow2(chunks) <= LOOKBACK_FOLD * BT):
-        p = _plan(g, BT, BB, chunks, 1, True)
-        return p._replace(window=LOOKBACK_WINDOW) if next_pow2(chunks) > LOOKBACK_WINDOW > 0 else p
+    if chunks > 1 and few_rows and not vectors and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
+        return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
@@ -297,10 +286,8 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
 def _column_plan(g: Geometry) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
-    BT = max(2, min(next_pow2(g.T), COLUMN_WINDOW_BT if COLUMN_WINDOW else COLUMN_BT))
+    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
-    if COLUMN_WINDOW and chunks > 1:
-        return _plan(g, BT, BB, chunks, 1, True, warps)._replace(window=COLUMN_WINDOW)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
@@ -346,27 +333,20 @@ def scan_call(
     p = plan(g, few_rows_elems, vector_split)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
-    meta.update(WINDOWED=p.window > 0)
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
     if p.lookback:
         tiles = p.row_blocks * p.nseg
-        twice = 2 if p.window else 1  # WINDOWED: inclusive carries and their flags too
         outs = call(
             kernel,
             grid=(tiles, 1),
             args=[*inputs, inputs[0], *sizes],
-            out_shapes=[
-                *outputs,
-                out((twice * tiles * p.BB,), acc),
-                out((tiles * p.BB,), acc),
-                out((1 + twice * tiles,), jnp.int32),
-            ],
+            out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
             zeroed=(len(outputs) + 2,),
             PHASE=3,
-            KP=p.window or next_pow2(p.nseg),
+            KP=next_pow2(p.nseg),
             **meta,
         )
         return outs[: len(outputs)]

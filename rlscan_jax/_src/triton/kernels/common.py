@@ -251,30 +251,18 @@ def lookback(
     F64: tl.constexpr,
     BT: tl.constexpr,
     KP: tl.constexpr,
-    WINDOWED: tl.constexpr = False,
 ):
     """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
 
     Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
     flag (release); waits for the flags of the chunks before it in scan order; folds their
     composites in scan order and applies the fold to the window's initial carry.
-
-    WINDOWED: a fold of at most KP slots, whatever the number of chunks. The chunk KP places
-    earlier in scan order also publishes its carry out ("inclusive", after its own look-back),
-    and the fold starts from it: carry(k) = composites k-1 ∘ … ∘ k-KP+1 applied to inclusive(k-KP).
-    A chain of about nseg / KP waits, each fold KP slots wide, in a fixed order (deterministic).
-    The inclusive carries and their flags follow the composites and the flags in the buffers
-    (p_agg_a and p_sync twice as long; see `_lookback_window`).
     """
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
     base = i_b.to(tl.int64) * nseg
     o_r = tl.arange(0, BB)
     t_exit = exit_time(i_s, BT, REVERSE)
-    if WINDOWED:
-        return _lookback_window(
-            A, B, o_t, o_n, N, nseg, base, i_s, t_exit, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, KP
-        )
     tl.store(p_agg_a + (base + i_s) * BB + o_r, row(A, o_t, t_exit).to(p_agg_a.dtype.element_ty))
     tl.store(p_agg_b + (base + i_s) * BB + o_r, row(B, o_t, t_exit).to(p_agg_b.dtype.element_ty))
     tl.debug_barrier()  # every thread's composite is written before the flag goes up
@@ -307,93 +295,6 @@ def lookback(
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
     return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def _lookback_window(
-    A,
-    B,
-    o_t,
-    o_n,
-    N,
-    nseg,
-    base,
-    i_s,
-    t_exit,
-    p_agg_a,
-    p_agg_b,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    KP: tl.constexpr,
-):
-    """`lookback` with WINDOWED: publishes this chunk's composite, waits for KP - 1 composites and
-    one inclusive carry, folds them, and publishes this chunk's inclusive carry.
-
-    Slots are [chunk, N] (composites) and, behind them, [chunk, N] (inclusive carries): with the
-    runtime stride N a thread holds whole columns of the fold, as of the blocks (no shared memory).
-    """
-    m_n = o_n < N
-    size = nseg.to(tl.int64) * N  # the inclusive carries follow the composites
-    a_e = row(A, o_t, t_exit)
-    b_e = row(B, o_t, t_exit)
-    own = i_s.to(tl.int64) * N + o_n  # int64: nseg · N may pass 2^31 where N · T does
-    tl.store(p_agg_a + own, a_e.to(p_agg_a.dtype.element_ty), mask=m_n)
-    tl.store(p_agg_b + own, b_e.to(p_agg_b.dtype.element_ty), mask=m_n)
-    tl.debug_barrier()  # every thread's composite is written before the flag goes up
-    tiles = nseg * tl.cdiv(N, A.shape[1])
-    tl.atomic_xchg(p_sync + 1 + base + i_s, 1, sem="release", scope="gpu")
-    if REVERSE:
-        pos = nseg - 1 - i_s
-    else:
-        pos = i_s
-    o_w = tl.arange(0, KP)
-    pp = pos - KP + o_w  # the positions before this one in scan order, oldest first
-    if REVERSE:
-        o_k = nseg - 1 - pp
-    else:
-        o_k = pp
-    comp = (pp >= 0) & (o_w > 0)  # the composites to fold (slot 0 is the fold's start)
-    p0 = pos - KP  # the chunk whose carry out the fold starts from, if there is one
-    p_comp = p_sync + 1 + base + o_k
-    p_inc = p_sync + 1 + tiles + base + o_k  # slot 0: that chunk's flag
-    start = (pp >= 0) & (o_w == 0)
-    need = tl.sum(comp.to(tl.int32), axis=0) + (p0 >= 0).to(tl.int32)
-    seen = tl.sum(tl.load(p_comp, mask=comp, other=0, volatile=True), axis=0)
-    seen += tl.sum(tl.load(p_inc, mask=start, other=0, volatile=True), axis=0)
-    while seen < need:
-        seen = tl.sum(tl.load(p_comp, mask=comp, other=0, volatile=True), axis=0)
-        seen += tl.sum(tl.load(p_inc, mask=start, other=0, volatile=True), axis=0)
-    tl.atomic_add(p_comp, 0, mask=comp, sem="acquire", scope="gpu")
-    tl.atomic_add(p_inc, 0, mask=start, sem="acquire", scope="gpu")
-    tl.debug_barrier()  # every thread's reads below come after the acquires
-    m = comp[:, None] & m_n[None, :]
-    off = o_k.to(tl.int64)[:, None] * N + o_n[None, :]
-    a = load(p_agg_a, off, m, F64, volatile=True)
-    b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
-    # The fold's start: the carry out of chunk p0, or the window's initial carry.
-    x = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
-    if HAS_INITIAL:
-        x = load(p_init, o_n, m_n, F64)
-    if REVERSE:
-        k0 = nseg - 1 - p0
-    else:
-        k0 = p0
-    has0 = m_n & (o_n * 0 + p0 >= 0)  # as a block: the interpreter takes no scalar in a mask
-    x0 = load(p_agg_a, size + k0.to(tl.int64) * N + o_n, has0, F64, volatile=True)
-    x = tl.where(has0, x0, x)
-    first = (o_w == 0)[:, None] & (o_n >= 0)[None, :]
-    a = tl.where(first, x[None, :], a)
-    b = tl.where(first, 0.0, b)
-    fa, _ = tl.associative_scan((a, b), 0, combine)
-    carry = row(fa, o_w, KP - 1)
-    out = a_e + tl.where(b_e == 0.0, 0.0, b_e * carry)
-    tl.store(p_agg_a + size + own, out.to(p_agg_a.dtype.element_ty), mask=m_n)
-    tl.debug_barrier()  # every thread's inclusive carry is written before the flag goes up
-    tl.atomic_xchg(p_sync + 1 + tiles + base + i_s, 1, sem="release", scope="gpu")
-    return carry
 
 
 @triton.jit
