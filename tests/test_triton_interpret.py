@@ -174,6 +174,26 @@ def test_vector_rows_match_oracle(case, split, monkeypatch):
         _check_gradients(case)
 
 
+@pytest.mark.parametrize("split", ["one-pass", "three-launch"])
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_single_rows_as_batch_major(op, split, monkeypatch):
+    """launch.SINGLE_ROW_BATCH_MAJOR (off by default): a [36] row planned batch-major, with vector
+    loads, forward and gradients."""
+    from rlscan_jax._src.triton import launch
+
+    mode = next(m for m in cases.OPS[op].modes if "feat" not in m)  # trailing features: not one row
+    case = _case(op, mode, 36, (), 0)
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        seen = stack.enter_context(_vector_rows(monkeypatch))
+        monkeypatch.setattr(launch, "SINGLE_ROW_BATCH_MAJOR", True)
+        inp = case.build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+        assert (4, 0 if split == "one-pass" else 2) in seen, seen
+        _check_gradients(case)
+
+
 def test_vector_rows_only_where_they_apply(monkeypatch):
     """Rows of 37 steps, time-major rows and the look-back (PHASE 3) launch without the hint."""
     with _vector_rows(monkeypatch) as seen:

@@ -3,7 +3,8 @@
 Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
-steps, and only the VEC_BATCH_MAJOR configurations). The windowed look-back's configurations
+steps and single rows, and only the configurations of VEC_BATCH_MAJOR and SINGLE_ROW_BATCH_MAJOR).
+The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
 rlscan_jax/_src/triton/launch.py), the op's forward is compiled, checked against the associative
@@ -67,8 +68,17 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"MAX_WARPS": 16, "MIN_ROWS_TIME_MAJOR": 64},
     {"MIN_ROWS_TIME_MAJOR": 16},  # [128, 16]: 8 elements a thread at 8 warps
     # Batch-major rows of a multiple of 4 steps: vector loads (PHASE 0-2 only).
-    {"VEC_BATCH_MAJOR": 4},
+    {"VEC_BATCH_MAJOR": 1},  # scalar loads (the shipped plan before run 6)
     {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
+    # A single long row planned as batch-major (launch.SINGLE_ROW_BATCH_MAJOR, prepared in the seventh
+    # session): the vectorised three-launch split, as V-trace's at 8x131072 in run 6.
+    {"SINGLE_ROW_BATCH_MAJOR": True},
+    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0},
+    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 2048},
+    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 4096},
+    # V-trace's rows of 4096 steps scanned whole at 248 registers a thread (12 % occupancy,
+    # kernel_resources_sm90.md): more warps for the same block.
+    {"MAX_WARPS": 16, "VEC_BATCH_MAJOR": 4},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
     # The carries of a three-launch split chained one segment at a time (before run 5).
@@ -154,7 +164,7 @@ def _selected(cfg, mode):
     if mode == "columns":
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
-        return not cfg or "VEC_BATCH_MAJOR" in cfg
+        return not cfg or "VEC_BATCH_MAJOR" in cfg or "SINGLE_ROW_BATCH_MAJOR" in cfg
     return True
 
 
@@ -165,7 +175,7 @@ def _shape_selected(shape, axis, mode):
     if mode == "columns":
         return time_major and shape[0] >= 256
     if mode == "vector":
-        return axis == 1 and shape[1] % 4 == 0
+        return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     return True
 
 
@@ -197,13 +207,18 @@ def main(out, ops_=("gae",), mode=None):
                 args, nbytes = inputs(op, shape, axis)
                 jax.block_until_ready(args)
             ref_fn = make(op, args, axis, "associative")
-            g = launch.geometry(shape, axis % len(shape))
             fns, seen = [], {}
             for cfg in [c for c in CONFIGS if _selected(c, mode)]:
                 configure(cfg)
+                g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 # the launch differs in the vector hint and the carry chain too
-                p = (p, launch.vector_width(g, p), launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0)
+                p = (
+                    p,
+                    launch.vector_width(g, p),
+                    launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0,
+                    g.layout,
+                )
                 if p in seen:
                     continue
                 try:
@@ -222,11 +237,11 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
-                plan = {**p._asdict(), "VEC": vec, "KC": kc}
+                plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout}
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )

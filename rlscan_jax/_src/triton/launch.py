@@ -185,6 +185,10 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # faster in blocks of 128 to 4096 steps, slower in blocks of 16 (65536x16).
 VEC_BATCH_MAJOR = 4
 VEC_MIN_BT = 128
+# A single row ([T], or every batch axis of size 1) is the same memory in either layout; with
+# SINGLE_ROW_BATCH_MAJOR it is planned as batch-major, where long rows can take vector loads in the
+# three-launch split (V-trace's, or all with LOOKBACK_FOLD = 0). Prepared, off: not yet measured.
+SINGLE_ROW_BATCH_MAJOR = False
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
@@ -221,6 +225,8 @@ def geometry(shape: tuple[int, ...], axis: int) -> Geometry:
     outer = math.prod(shape[:axis])
     inner = math.prod(shape[axis + 1 :])
     layout = 0 if outer == 1 else (1 if inner == 1 else 2)
+    if SINGLE_ROW_BATCH_MAJOR and outer == inner == 1:
+        layout = 1  # offsets n·T + t and t·N + n agree for the one row n = 0
     return Geometry(outer, shape[axis], inner, layout)
 
 
