@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import jax
+import jax.numpy as jnp
 
 PREFIX = "rlscan_bench/"
 _DERIVED_LINES = re.compile(r"^(xla|framework|tensorflow|steps|source|launch|sparsecore|host offload)", re.IGNORECASE)
@@ -74,8 +75,6 @@ FLUSH_JOB = "_flush"
 def cache_flush(nbytes: int) -> Callable[[], jax.Array]:
     """A compiled pass that reads and writes `nbytes` of device memory, for `run`'s before_window:
     at several times the L2 cache's size it leaves none of the previous call's data there."""
-    import jax.numpy as jnp
-
     x = jnp.zeros((max(1, nbytes // 4),), jnp.float32)
     f = jax.jit(lambda x: x + 1.0).lower(x).compile()  # compiled now: jax.clear_caches() keeps it
     jax.block_until_ready(f(x))

@@ -1015,7 +1015,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     if not gpu:  # CPU calls are slow: short loops, smaller copy
         s.loop_elements, s.max_calls_per_loop = 2**16, 16
     s.copy_bytes = (a.copy_mib or (2048 if gpu else 64)) * 2**20
-    s.l2_flush_bytes = (256 if gpu and a.l2_flush_mib is None else (a.l2_flush_mib or 0)) * 2**20
+    s.l2_flush_bytes = (a.l2_flush_mib if a.l2_flush_mib is not None else (256 if gpu else 0)) * 2**20
     if a.quick:
         s.grid = shapes.QUICK_GRID
         s.impls = ("associative", "sequential", "rlax")

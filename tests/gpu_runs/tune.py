@@ -77,7 +77,8 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 2048},
     {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 4096},
     # V-trace's rows of 4096 steps scanned whole at 248 registers a thread (12 % occupancy,
-    # kernel_resources_sm90.md): more warps for the same block.
+    # kernel_resources_sm90.md): more warps for the same block (VEC_BATCH_MAJOR, the shipped value,
+    # named so that the 'vector' mode selects it).
     {"MAX_WARPS": 16, "VEC_BATCH_MAJOR": 4},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
@@ -195,7 +196,7 @@ def main(out, ops_=("gae",), mode=None):
         s = devicetime.run([devicetime.Job("copy", lambda: cp(x), windows=5)])
         flush = devicetime.cache_flush(256 << 20)  # before each window: inputs from DRAM, not L2
     copy_us = float(np.median(devicetime.per_call_us(s.windows["copy"], 1)[0]))
-    bw = 2 * (1 << 29) * 4 / copy_us / 1e3
+    bw = 2 * x.nbytes / copy_us / 1e3
     print(f"copy {bw:.0f} GB/s", flush=True)
     env = environment()  # the device, versions and date of the run, for the output
     records = []

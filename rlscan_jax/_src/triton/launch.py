@@ -273,8 +273,7 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
-    vectors = vector_split and g.layout == 1 and VEC_BATCH_MAJOR > 1 and T % VEC_BATCH_MAJOR == 0
-    if chunks > 1 and few_rows and not vectors and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
+    if chunks > 1 and few_rows and not (vector_split and _vector_rows(g)) and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
         return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
@@ -309,9 +308,12 @@ def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, nu
 def vector_width(g: Geometry, p: Plan) -> int:
     """VEC_BATCH_MAJOR for batch-major rows of a multiple of it in blocks of at least VEC_MIN_BT
     steps, outside the look-back; else 1."""
-    vectors = g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0 and not p.lookback
-    vectors = vectors and p.BT >= VEC_MIN_BT
-    return VEC_BATCH_MAJOR if vectors else 1
+    return VEC_BATCH_MAJOR if _vector_rows(g) and not p.lookback and p.BT >= VEC_MIN_BT else 1
+
+
+def _vector_rows(g: Geometry) -> bool:
+    """Rows that can load VEC_BATCH_MAJOR steps at a time: batch-major, of a multiple of it."""
+    return g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0
 
 
 def scan_call(
