@@ -76,36 +76,6 @@ def _column_blocks():
     return out
 
 
-# (BT, BB, KP, warps) of the tree look-back's blocks (launch.LOOKBACK_TREE, COLUMN_TREE) that
-# tests/gpu_runs/tune.py measures: single rows, blocks of 4 or 8 rows, time-major column blocks.
-TREE_BLOCKS = (
-    (4, 256, 16, 8),
-    (8, 256, 8, 8),
-    (16, 128, 8, 4),
-    (2, 256, 8, 8),
-    (1024, 1, 16, 8),
-    (4096, 1, 16, 8),
-    (512, 4, 16, 8),
-)
-
-
-def _tree_variants():
-    """Each kernel's float32 PHASE 3 variant, rebuilt as the tree look-back in the blocks it takes."""
-    seen, out = set(), []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        name = v.kernel.fn.__name__
-        if c.get("PHASE") != 3 or name in seen or "*bf16" in v.types:
-            continue
-        seen.add(name)
-        for bt, bb, kp, warps in TREE_BLOCKS:
-            layout = 0 if bb > 32 else c["LAYOUT"]  # column blocks are time-major
-            constexprs = tuple(sorted({**c, "BT": bt, "BB": bb, "KP": kp, "TREE": True, "LAYOUT": layout}.items()))
-            out.append(triton_variants.Variant(v.kernel, v.types, constexprs, warps))
-    assert len(seen) == 5, seen
-    return out
-
-
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -117,7 +87,7 @@ def test_plan_folds_are_bounded():
         for t in (2**k for k in range(1, 25)):
             shape = (t, n) if axis == 0 else (n, t)
             p = launch.plan(launch.geometry(shape, axis), few_rows_elems)
-            if p.lookback and not p.tree:
+            if p.lookback:
                 kp = launch.next_pow2(p.nseg)
                 assert kp * p.BB <= max(b * k for (_, b), k in largest.items()), (shape, p)
                 assert kp <= p.BT // 2, (shape, p)
@@ -143,7 +113,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _tree_variants(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

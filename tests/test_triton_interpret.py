@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "tree", "column-tree"]
+SPLITS = ["lookback", "three-launch", "columns"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -64,9 +64,6 @@ def _tiny_blocks(monkeypatch, split):
     Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
     "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
-    "tree": PHASE 3 with the tree look-back (launch.LOOKBACK_TREE) in chunks of 2 steps (T = 37:
-    19 chunks, nodes of up to 16 chunks, carries folding up to 4 nodes); "column-tree": the same
-    over time-major column blocks (launch.COLUMN_TREE), batch-major rows splitting as "tree".
     """
     from rlscan_jax._src.triton import launch
 
@@ -75,13 +72,9 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
-        if split in ("columns", "column-tree"):
+        if split == "columns":
             for name, value in COLUMNS.items():
                 m.setattr(launch, name, value)
-        if split in ("tree", "column-tree"):
-            m.setattr(launch, "LOOKBACK_TREE", 4)  # [2, 2] blocks
-        if split == "column-tree":
-            m.setattr(launch, "COLUMN_TREE", 2)  # [2, 4] column blocks
         yield
     _clear_caches()
 
@@ -138,46 +131,6 @@ def test_column_blocks_chain_carries_in_rounds(monkeypatch):
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
     assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
-
-
-@pytest.mark.parametrize("split", ["tree", "column-tree"])
-def test_tree_splits_launch_one_tree_lookback(monkeypatch, split):
-    """Both tree splits launch PHASE 3 with TREE, every chunk a program: 19 chunks a row, 5 bit
-    positions folded (KP 8), time-major in column blocks for "column-tree"."""
-    from rlscan_jax._src.triton import launch
-
-    seen = []
-    call = launch.call
-
-    def spy(kernel, **kwargs):
-        seen.append((kwargs.get("PHASE"), kwargs.get("TREE"), kwargs.get("BT"), kwargs.get("BB"), kwargs["grid"]))
-        return call(kernel, **kwargs)
-
-    with _tiny_blocks(monkeypatch, split):
-        monkeypatch.setattr(launch, "call", spy)
-        for axis in (0, -1):
-            seen.clear()
-            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
-            column = split == "column-tree" and axis == 0  # 3 rows: one column block of 4
-            want = (3, True, 2, 4, (19, 1)) if column else (3, True, 2, 2, (2 * 19, 1))
-            assert seen == [want], (axis, seen)
-
-
-@pytest.mark.parametrize("split", ["tree", "column-tree"])
-@pytest.mark.parametrize("op", cases.OP_NAMES)
-def test_tree_lookback_over_many_chunks(op, split, monkeypatch):
-    """Rows of 101 steps in 51 chunks: nodes of 32 chunks and carries of 6 bit positions, folded
-    in more than one round of common.FOLD_ROWS (4); both layouts, forward and gradients."""
-    from rlscan_jax._src.triton.kernels import common
-
-    assert common.FOLD_ROWS < 6
-    for axis in (0, -1):
-        case = cases.Case(op, cases.MAIN_MODE[op], 101, (2,), axis, 0.9, 0.8)
-        with _tiny_blocks(monkeypatch, split):
-            inp = case.build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-            _check_gradients(case)
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

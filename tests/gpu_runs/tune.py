@@ -1,11 +1,9 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|tree]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
-steps and single rows, and only the configurations of VEC_BATCH_MAJOR and SINGLE_ROW_BATCH_MAJOR;
-tree: the shapes whose rows split, the tree look-back's configurations and those that won in
-run 7).
+steps and single rows, and only the configurations of VEC_BATCH_MAJOR and SINGLE_ROW_BATCH_MAJOR).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -99,27 +97,6 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # Rows of 8 steps in one [8, 256] column block a program, one pass: the plan that won at
     # 32768x8 time-major in run 6 for discounted returns, eligibility traces and Retrace (1.12-1.27x).
     {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
-    # The tree look-back (prepared in the eighth session): PHASE 3 folding O(log chunks)
-    # composites, for long rows (LOOKBACK_TREE elements a block) and time-major column blocks
-    # (COLUMN_TREE steps a chunk, one chunk a program), against the three launches.
-    {"LOOKBACK_TREE": 1024},
-    {"LOOKBACK_TREE": 2048},
-    {"LOOKBACK_TREE": 4096},
-    {"LOOKBACK_TREE": 8192},
-    {"LOOKBACK_TREE": 2048, "SPLIT_ROWS_BATCH_MAJOR": 1},
-    {"LOOKBACK_TREE": 4096, "MAX_WARPS": 16},
-    {"LOOKBACK_TREE": 2048, "VEC_BATCH_MAJOR": 1},  # V-trace's vector rows take the tree too
-    {"LOOKBACK_TREE": 4096, "VEC_BATCH_MAJOR": 1},
-    {"COLUMN_TREE": 2},
-    {"COLUMN_TREE": 4},
-    {"COLUMN_TREE": 8},
-    {"COLUMN_TREE": 16},
-    {"COLUMN_TREE": 4, "COLUMNS_TIME_MAJOR": 128},
-    {"COLUMN_TREE": 8, "COLUMNS_TIME_MAJOR": 128},
-    {"COLUMN_TREE": 4, "COLUMNS_TIME_MAJOR": 64},
-    {"COLUMN_TREE": 4, "COLUMN_MIN_T": 1},
-    {"COLUMN_TREE": 8, "COLUMN_MIN_T": 1},
-    {"COLUMN_TREE": 8, "COLUMN_MIN_T": 1, "COLUMNS_TIME_MAJOR": 128},
 ]
 
 
@@ -189,8 +166,6 @@ def _selected(cfg, mode):
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
         return not cfg or "VEC_BATCH_MAJOR" in cfg or "SINGLE_ROW_BATCH_MAJOR" in cfg
-    if mode == "tree":  # and what won at the same shapes in run 7
-        return not cfg or any("TREE" in k or "SINGLE_ROW" in k for k in cfg) or cfg == {"MAX_WARPS": 16}
     return True
 
 
@@ -202,8 +177,6 @@ def _shape_selected(shape, axis, mode):
         return time_major and shape[0] >= 256
     if mode == "vector":
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
-    if mode == "tree":  # the shapes whose rows split (time-major from 128 steps: COLUMN_MIN_T 1)
-        return (time_major and shape[0] >= 128) or len(shape) == 1 or shape == (8, 131072)
     return True
 
 

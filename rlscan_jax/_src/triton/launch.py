@@ -191,14 +191,6 @@ VEC_MIN_BT = 128
 SINGLE_ROW_BATCH_MAJOR = False
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
-# The tree look-back (common.tree_lookback: PHASE 3 folding O(log chunks) composites, so any
-# number of chunks can take it): LOOKBACK_TREE elements a block for the rows that would split
-# (batch-major, or time-major with at most LOOKBACK_MAX_ROWS_TIME_MAJOR rows), instead of
-# PHASE 3's full fold or the three launches; COLUMN_TREE steps a chunk for time-major column
-# blocks, one chunk a program, instead of their three launches. 0: off. Prepared, not measured.
-LOOKBACK_TREE = 0
-COLUMN_TREE = 0
-TREE_MAX_CHUNKS = 1 << 16  # the fold's bit positions stay below 2^16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
@@ -247,7 +239,6 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
-    tree: bool = False  # PHASE 3 with the tree look-back (LOOKBACK_TREE, COLUMN_TREE)
 
 
 def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = False) -> Plan:
@@ -282,11 +273,6 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
-    if LOOKBACK_TREE and chunks > 1 and few_rows and not (vector_split and _vector_rows(g)):
-        BT = max(2, min(t2, LOOKBACK_TREE // BB))
-        chunks = cdiv(T, BT)
-        if chunks <= TREE_MAX_CHUNKS:
-            return _plan(g, BT, BB, chunks, 1, chunks > 1, tree=chunks > 1)
     if chunks > 1 and few_rows and not (vector_split and _vector_rows(g)) and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
         return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
@@ -307,23 +293,16 @@ def _column_plan(g: Geometry) -> Plan:
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
-    if COLUMN_TREE:  # one chunk a program, the tree look-back
-        BT = max(2, min(next_pow2(g.T), COLUMN_TREE))
-        chunks = cdiv(g.T, BT)
-        if chunks <= TREE_MAX_CHUNKS:
-            return _plan(g, BT, BB, chunks, 1, chunks > 1, warps, tree=chunks > 1)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
 
-def _plan(
-    g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0, tree: bool = False
-) -> Plan:
+def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
     if not num_warps:
         num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
-    return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback, tree)
+    return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
 def vector_width(g: Geometry, p: Plan) -> int:
@@ -361,9 +340,7 @@ def scan_call(
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g, few_rows_elems, vector_split)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    meta = dict(
-        LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, TREE=p.tree
-    )
+    meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
@@ -377,7 +354,7 @@ def scan_call(
             out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
             zeroed=(len(outputs) + 2,),
             PHASE=3,
-            KP=next_pow2(p.nseg.bit_length() if p.tree else p.nseg),
+            KP=next_pow2(p.nseg),
             **meta,
         )
         return outs[: len(outputs)]

@@ -32,8 +32,6 @@ same recurrence for finite values. The backward pass does not differentiate thes
 import triton
 import triton.language as tl
 
-FOLD_ROWS: tl.constexpr = tl.constexpr(4)  # composites `_fold_nodes` reads at a time
-
 
 @triton.jit
 def combine(a1, b1, a2, b2):
@@ -253,19 +251,13 @@ def lookback(
     F64: tl.constexpr,
     BT: tl.constexpr,
     KP: tl.constexpr,
-    TREE: tl.constexpr = False,
 ):
     """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
 
     Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
     flag (release); waits for the flags of the chunks before it in scan order; folds their
-    composites in scan order and applies the fold to the window's initial carry. With TREE the
-    fold is `tree_lookback`'s instead, of at most 2 · KP composites whatever the number of chunks.
+    composites in scan order and applies the fold to the window's initial carry.
     """
-    if TREE:
-        return tree_lookback(
-            A, B, o_t, o_n, N, T, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP
-        )
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
     base = i_b.to(tl.int64) * nseg
@@ -303,110 +295,6 @@ def lookback(
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
     return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def tree_lookback(
-    A,
-    B,
-    o_t,
-    o_n,
-    N,
-    T,
-    i_b,
-    i_s,
-    p_agg_a,
-    p_agg_b,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    BT: tl.constexpr,
-    KP: tl.constexpr,
-):
-    """PHASE 3 with a fold of O(log chunks) composites: the carry [BB] entering chunk i_s.
-
-    The chunks of a row are numbered q = 0, 1, ... in scan order. The program at q publishes the
-    composite of the chunks q + 1 - lowbit(q + 1) ... q (a Fenwick tree's node; lowbit(j) = j & -j)
-    at slot q, built from the nodes that tile that range (slots q - 1, q - 2, q - 4, ... below
-    lowbit(q + 1)) and its own chunk; then the carry entering q folds the nodes that tile the
-    chunks 0 ... q - 1 (one for each set bit of q). Each is a fixed tree of combines, so the result
-    does not depend on timing (bitwise deterministic), and no node waits on a carry: the longest
-    chain of waits is log2(chunks) nodes, not the row. KP: a power of two above log2(chunks).
-    Slots are laid [chunk, N] (row stride N, a runtime value), so a fold [KP, BB] keeps the
-    layout of the block's rows: a column-block thread folds its own column, without shared memory.
-    """
-    nseg = tl.cdiv(T, BT)
-    flags = p_sync + 1 + i_b.to(tl.int64) * nseg
-    if REVERSE:
-        q = nseg - 1 - i_s
-    else:
-        q = i_s
-    t_exit = exit_time(i_s, BT, REVERSE)
-    own_a = row(A, o_t, t_exit)
-    own_b = row(B, o_t, t_exit)
-    # The node at q: nodes j - 2^i for 2^i < lowbit(j) (earliest first), then this chunk.
-    na, nb = _fold_nodes(q, o_n, N, flags, p_agg_a, p_agg_b, False, F64, KP)
-    m_n = o_n < N
-    off = q.to(tl.int64) * N + o_n
-    tl.store(p_agg_a + off, (own_a + tl.where(own_b == 0.0, 0.0, own_b * na)).to(p_agg_a.dtype.element_ty), mask=m_n)
-    tl.store(p_agg_b + off, tl.where(own_b == 0.0, 0.0, own_b * nb).to(p_agg_b.dtype.element_ty), mask=m_n)
-    tl.debug_barrier()  # every thread's node is written before the flag goes up
-    tl.atomic_xchg(flags + q, 1, sem="release", scope="gpu")
-    # The carry entering q: for each set bit i of q, the node ending at (q >> i) << i (top bit first).
-    fa, fb = _fold_nodes(q, o_n, N, flags, p_agg_a, p_agg_b, True, F64, KP)
-    x = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
-    if HAS_INITIAL:
-        x = load(p_init, o_n, m_n, F64)
-    return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def _nodes(q, o_i, QUERY: tl.constexpr):
-    """The slots of the nodes for bit positions o_i, and which of them the fold takes: the nodes
-    tiling chunks 0 ... q - 1 (QUERY), or those tiling node q + 1 but its own chunk."""
-    if QUERY:
-        return ((q >> o_i) << o_i) - 1, ((q >> o_i) & 1) == 1
-    else:
-        j = q + 1
-        return j - (1 << o_i) - 1, (1 << o_i) < (j & -j)
-
-
-@triton.jit
-def _fold_nodes(q, o_n, N, flags, p_agg_a, p_agg_b, QUERY: tl.constexpr, F64: tl.constexpr, KP: tl.constexpr):
-    """Waits for the flags of `_nodes`'s slots and folds their composites in scan order (the
-    identity where none): (a, b) [BB]. Composites are read FOLD_ROWS slots a round (registers: the
-    whole [KP, BB] fold at once took 234 a thread for GAE's [4, 256] blocks at KP = 16)."""
-    o_i = KP - 1 - tl.arange(0, KP)  # bit positions, descending: scan order
-    slot, need_slot = _nodes(q, o_i, QUERY)
-    need = tl.sum(need_slot.to(tl.int32), axis=0)
-    seen = tl.sum(tl.load(flags + slot, mask=need_slot, other=0, volatile=True), axis=0)
-    while seen < need:
-        seen = tl.sum(tl.load(flags + slot, mask=need_slot, other=0, volatile=True), axis=0)
-    tl.atomic_add(flags + slot, 0, mask=need_slot, sem="acquire", scope="gpu")
-    tl.debug_barrier()  # every thread's reads below come after the acquires
-    # The fold starts at the highest bit position it takes (hi - 1) and reads FOLD_ROWS of them a
-    # round: a loop of a runtime length, which the compiler neither unrolls nor hoists the loads of.
-    if QUERY:
-        hi = tl.sum(((q >> o_i) > 0).to(tl.int32), axis=0)  # the bit length of q
-    else:
-        hi = need  # the bits below lowbit(q + 1)
-    G: tl.constexpr = FOLD_ROWS
-    fa = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
-    fb = fa + 1.0
-    for g in range(tl.cdiv(hi, G)):
-        o_g = hi - 1 - g * G - tl.arange(0, G)  # below 0: past bit 0, identities
-        s_g, n_g = _nodes(q, tl.maximum(o_g, 0), QUERY)
-        m = (n_g & (o_g >= 0))[:, None] & (o_n < N)[None, :]
-        off = s_g.to(tl.int64)[:, None] * N + o_n[None, :]
-        # volatile: read through to L2 (a line cached in L1 may predate the flag)
-        a = load(p_agg_a, off, m, F64, volatile=True)
-        b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
-        ga, gb = tl.associative_scan((a, b), 0, combine)
-        last = hi - G - g * G  # the round's last row in scan order
-        fa, fb = combine(fa, fb, row(ga, o_g, last), row(gb, o_g, last))
-    return fa, fb
 
 
 @triton.jit

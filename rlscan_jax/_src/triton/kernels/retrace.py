@@ -40,7 +40,6 @@ def retrace_kernel(
     BT: tl.constexpr,
     BB: tl.constexpr,
     KP: tl.constexpr,
-    TREE: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
@@ -69,9 +68,7 @@ def retrace_kernel(
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
         A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC)
         if PHASE == 3:
-            ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, TREE
-            )
+            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)

@@ -46,7 +46,6 @@ def returns_kernel(
     BT: tl.constexpr,
     BB: tl.constexpr,
     KP: tl.constexpr,
-    TREE: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
@@ -88,9 +87,7 @@ def returns_kernel(
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
         A, B = common.scan(a, b_b, done, m, True, VEC)
         if PHASE == 3:
-            ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, TREE
-            )
+            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
