@@ -42,6 +42,7 @@ TINY = dict(
     SPLIT_ROWS_BATCH_MAJOR=2,
     SPLIT_BT_TIME_MAJOR=4,
     LOOKBACK_MAX_ROWS_TIME_MAJOR=1000,
+    VECTOR_SPLIT_ELEMS=8,  # vectorisable long rows: three launches in [4, 2] blocks
 )
 COLUMNS = dict(
     COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
@@ -177,7 +178,7 @@ def test_vector_rows_match_oracle(case, split, monkeypatch):
 @pytest.mark.parametrize("split", ["one-pass", "three-launch"])
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_single_rows_as_batch_major(op, split, monkeypatch):
-    """launch.SINGLE_ROW_BATCH_MAJOR (off by default): a [36] row planned batch-major, with vector
+    """launch.SINGLE_ROW_BATCH_MAJOR (on since run 7): a [36] row planned batch-major, with vector
     loads, forward and gradients."""
     from rlscan_jax._src.triton import launch
 
@@ -201,8 +202,16 @@ def test_vector_rows_only_where_they_apply(monkeypatch):
             inp = _case("gae", cases.MAIN_MODE["gae"], T, (3,), axis).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(T))
         assert seen and {v for v, _ in seen} <= {1, None}, seen
+    from rlscan_jax._src.triton import launch
+
     with _tiny_blocks(monkeypatch, "lookback"), _vector_rows(monkeypatch) as seen:
         inp = _case("gae", cases.MAIN_MODE["gae"], 36, (3,), -1).build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg="vector split")
+        assert (4, 1) in seen and (4, 2) in seen and not [s for s in seen if s[1] == 3], (
+            seen
+        )  # launch.VECTOR_SPLIT_ELEMS
+        seen.clear()
+        monkeypatch.setattr(launch, "VECTOR_SPLIT_ELEMS", 0)  # the look-back, which takes no vector loads
         cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg="lookback")
         assert (1, 3) in seen and not [s for s in seen if s[0] == 4], seen
 

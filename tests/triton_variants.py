@@ -109,7 +109,8 @@ LAYOUTS = (
     (16, (64,), 0),
     (16, (64,), -1),
     (4096, (2,), 0),
-    (4096, (2,), -1),
+    (4096, (2,), -1),  # vectorisable long rows: three launches, vectorised (launch.VECTOR_SPLIT_ELEMS)
+    (4094, (2,), -1),  # long rows not of a multiple of 4 steps: the look-back (PHASE 3)
     (8, (2, 3), 1),
     (16384, (32,), 0),
     (4096, (512,), -1),  # batch-major rows scanned whole, a row per program (BT = 4096)

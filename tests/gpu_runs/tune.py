@@ -3,7 +3,8 @@
 Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
-steps and single rows, and only the configurations of VEC_BATCH_MAJOR and SINGLE_ROW_BATCH_MAJOR).
+steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
+VECTOR_SPLIT_ELEMS).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -70,16 +71,13 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # Batch-major rows of a multiple of 4 steps: vector loads (PHASE 0-2 only).
     {"VEC_BATCH_MAJOR": 1},  # scalar loads (the shipped plan before run 6)
     {"VEC_BATCH_MAJOR": 4, "LOOKBACK_FOLD": 0},
-    # A single long row planned as batch-major (launch.SINGLE_ROW_BATCH_MAJOR, prepared in the seventh
-    # session): the vectorised three-launch split, as V-trace's at 8x131072 in run 6.
-    {"SINGLE_ROW_BATCH_MAJOR": True},
-    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0},
-    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 2048},
-    {"SINGLE_ROW_BATCH_MAJOR": True, "LOOKBACK_FOLD": 0, "BLOCK_ELEMS": 4096},
-    # V-trace's rows of 4096 steps scanned whole at 248 registers a thread (12 % occupancy,
-    # kernel_resources_sm90.md): more warps for the same block (VEC_BATCH_MAJOR, the shipped value,
-    # named so that the 'vector' mode selects it).
-    {"MAX_WARPS": 16, "VEC_BATCH_MAJOR": 4},
+    # Shipped after run 7: single rows planned as batch-major (SINGLE_ROW_BATCH_MAJOR), vectorised long
+    # rows split in three launches in blocks of VECTOR_SPLIT_ELEMS, time-major blocks up to 16 warps.
+    {"SINGLE_ROW_BATCH_MAJOR": False},
+    {"VECTOR_SPLIT_ELEMS": 0},  # the look-back for them (V-trace's launcher asks for 2048 regardless)
+    {"VECTOR_SPLIT_ELEMS": 2048},
+    {"VECTOR_SPLIT_ELEMS": 8192},
+    {"MAX_WARPS_TIME_MAJOR": 8},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
     # The carries of a three-launch split chained one segment at a time (before run 5).
@@ -102,7 +100,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
 # What each op's launcher passes to the plan besides the shape (as rlscan_jax/_src/triton/launchers).
-PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS, True)}
+PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS, 2048, 16), "retrace": lambda: (None, None, 16)}
 
 
 def inputs(op, shape, axis):
@@ -165,7 +163,7 @@ def _selected(cfg, mode):
     if mode == "columns":
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
-        return not cfg or "VEC_BATCH_MAJOR" in cfg or "SINGLE_ROW_BATCH_MAJOR" in cfg
+        return not cfg or any(k in cfg for k in ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS"))
     return True
 
 

@@ -185,10 +185,19 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # faster in blocks of 128 to 4096 steps, slower in blocks of 16 (65536x16).
 VEC_BATCH_MAJOR = 4
 VEC_MIN_BT = 128
+# Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
+# in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
+# ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
+# than the look-back at 8x131072 for four ops, and V-trace's 2048 as fast as its [256, 4] blocks.
+VECTOR_SPLIT_ELEMS = 4096
 # A single row ([T], or every batch axis of size 1) is the same memory in either layout; with
-# SINGLE_ROW_BATCH_MAJOR it is planned as batch-major, where long rows can take vector loads in the
-# three-launch split (V-trace's, or all with LOOKBACK_FOLD = 0). Prepared, off: not yet measured.
-SINGLE_ROW_BATCH_MAJOR = False
+# SINGLE_ROW_BATCH_MAJOR it is planned as batch-major, where it takes that vectorised split (run 7:
+# 1.15-1.86x faster than the look-back over [4096, 1] blocks at 1x1048576, every op).
+SINGLE_ROW_BATCH_MAJOR = True
+# Time-major blocks (other than column blocks) of more than 2048 elements get up to this many warps
+# (run 7: [128, 16] blocks at 16 warps 1.07-1.37x faster for five ops, the look-back's [1024, 8]
+# 1.19-1.34x for three and within 2 % for GAE and V-trace).
+MAX_WARPS_TIME_MAJOR = 16
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
@@ -241,13 +250,18 @@ class Plan(NamedTuple):
     lookback: bool  # one launch, one chunk per program (PHASE 3)
 
 
-def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = False) -> Plan:
+def plan(
+    g: Geometry, few_rows_elems: int | None = None, vector_split: int | None = None, whole_row_warps: int = 0
+) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
-    `vector_split`: long batch-major rows that can load as vectors take the three-launch split
-    (vectorised) instead of the look-back (not), for a kernel measured faster so.
+    `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
+    `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
     """
+    if vector_split is None:
+        vector_split = VECTOR_SPLIT_ELEMS
+    vector_split = vector_split if _vector_rows(g) else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
@@ -257,6 +271,9 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
         elif T <= MAX_BT_WHOLE_ROWS and N >= MIN_ROWS_WHOLE:
             BT, BB = t2, 1  # enough rows to fill the GPU: each program scans whole rows
+            if whole_row_warps:
+                warps = min(whole_row_warps, max(1, int(BT * THREADS_PER_ELEM) // 32))
+                return _plan(g, BT, BB, 1, 1, False, warps)
         else:
             BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
             BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
@@ -273,12 +290,12 @@ def plan(g: Geometry, few_rows_elems: int | None = None, vector_split: bool = Fa
     BT = max(BT, 2)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
-    if chunks > 1 and few_rows and not (vector_split and _vector_rows(g)) and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
+    if chunks > 1 and few_rows and not vector_split and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
         return _plan(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
-        BT = min(BT, max(2, BLOCK_ELEMS // BB))
+        BT = min(BT, max(2, (vector_split or BLOCK_ELEMS) // BB))
         chunks = cdiv(T, BT)
     row_blocks = cdiv(N, BB)
     nseg = 1
@@ -301,7 +318,8 @@ def _column_plan(g: Geometry) -> Plan:
 def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
     if not num_warps:
-        num_warps = min(MAX_WARPS, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+        cap = MAX_WARPS_TIME_MAJOR if g.layout == 0 else MAX_WARPS
+        num_warps = min(cap, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
@@ -327,7 +345,8 @@ def scan_call(
     f64: bool,
     initial: jax.Array | None = None,
     few_rows_elems: int | None = None,
-    vector_split: bool = False,
+    vector_split: int | None = None,
+    whole_row_warps: int = 0,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -338,7 +357,7 @@ def scan_call(
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
-    p = plan(g, few_rows_elems, vector_split)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(num_warps=p.num_warps, **flags)

@@ -39,7 +39,9 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         STORE_H=store_h,
         # [1024, 8] time-major blocks spill (184 bytes at sm_90) and measured slower than [512, 8].
         few_rows_elems=launch.SPLIT_BLOCK_ELEMS,
-        # Its look-back blocks (no vector loads) measured 1.75x slower at 8x131072 batch-major.
-        vector_split=True,
+        # Vectorised long rows in blocks of 2048 (tune_h200.md, run 7: 4096 lost 7 % at 8x131072);
+        # rows of 4096 steps scanned whole at 16 warps (248 registers a thread: 1.31-1.39x faster).
+        vector_split=2048,
+        whole_row_warps=16,
     )
     return (vs, pg), (h if store_h else None)
