@@ -124,7 +124,9 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
         f"jax-triton {head.get('jax_triton')}, {head.get('date')}.",
         "",
         "% limit = bytes_min / copy bandwidth / device time (* in-jit time: no device time measured). "
-        "Speed-ups are in-jit time ratios.",
+        "Speed-ups are in-jit time ratios. Device µs marked † were timed with the L2 cache flushed before "
+        "each call (`--l2-flush-mib`); the others before the harness flushed it, so a case whose bytes fit "
+        "the L2 may have read part of its inputs from there.",
         "",
         f"| op | N×T | layout | dtype | mode | device µs | in-jit µs | % limit | "
         f"{' | '.join(f'vs {b}' for b in BASELINES if b != subject)} |",
@@ -142,7 +144,8 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
             row += ["" for b in BASELINES if b != subject]
         else:
             frac, device = fraction(s)
-            row += [_us(s.get("device_us")), _us(s.get("injit_us"))]
+            flushed = "†" if s.get("l2_flush_bytes") and s.get("device_us") is not None else ""
+            row += [_us(s.get("device_us")) + flushed, _us(s.get("injit_us"))]
             row += ["" if frac is None else f"{100 * frac:.0f}%{'' if device else '*'}"]
             row += [_cell_speedup(s, idx.get((op, b, layout, dtype, n, t, mode))) for b in BASELINES if b != subject]
         lines.append("| " + " | ".join(row) + " |")

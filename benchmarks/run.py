@@ -743,6 +743,7 @@ class UnitRunner:
                         device_us_p90=_round(p90),
                         device_samples=len(samples),
                         device_kernels_per_call=_round(per_call_events),
+                        l2_flush_bytes=s.l2_flush_bytes,  # what each timed call read its inputs through
                     )
                     if not samples:
                         records[i]["note"] = "no device events" if session.has_device else "no device in the trace"

@@ -36,6 +36,7 @@ from rlscan_jax._src.triton import batching, launch, ops
 SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((128, 4096), 0),
     ((4096, 128), 1),
+    ((128, 16384), 0),
     ((16, 65536), 0),
     ((65536, 16), 1),
     ((8, 32768), 0),
@@ -100,7 +101,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
 # What each op's launcher passes to the plan besides the shape (as rlscan_jax/_src/triton/launchers).
-PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS, 2048, 16), "retrace": lambda: (None, None, 16)}
+PLAN_ARGS = {"vtrace": lambda: (launch.SPLIT_BLOCK_ELEMS, 2048, 16)}
 
 
 def inputs(op, shape, axis):

@@ -158,7 +158,9 @@ def next_pow2(x: int) -> int:
 # - where a row has more chunks than LOOKBACK_FOLD · BT (the look-back's fold would cost more
 #   than the block itself), or a time-major block has more than LOOKBACK_MAX_ROWS_TIME_MAJOR
 #   rows, the three-launch split runs instead, with BLOCK_ELEMS blocks (time-major:
-#   ROWS_TIME_MAJOR_THREE_LAUNCH rows), enough segments for TARGET_PROGRAMS programs.
+#   ROWS_TIME_MAJOR_THREE_LAUNCH rows), enough segments for TARGET_PROGRAMS programs;
+# - long batch-major rows that load as vectors (single rows included: SINGLE_ROW_BATCH_MAJOR)
+#   take the three-launch split too, vectorised, in blocks of VECTOR_SPLIT_ELEMS.
 BLOCK_ELEMS = 1024
 SPLIT_BLOCK_ELEMS = 4096
 MAX_BT = 1024
@@ -195,9 +197,12 @@ VECTOR_SPLIT_ELEMS = 4096
 # 1.15-1.86x faster than the look-back over [4096, 1] blocks at 1x1048576, every op).
 SINGLE_ROW_BATCH_MAJOR = True
 # Time-major blocks (other than column blocks) of more than 2048 elements get up to this many warps
-# (run 7: [128, 16] blocks at 16 warps 1.07-1.37x faster for five ops, the look-back's [1024, 8]
-# 1.19-1.34x for three and within 2 % for GAE and V-trace).
+# where their launch at MAX_WARPS would not fill the GPU (fewer than FILL_WARPS warps in all):
+# run 7 measured [128, 16] blocks at 16 warps 1.07-1.37x faster for five ops at 4096 rows (256
+# programs) and the look-back's [1024, 8] 1.19-1.34x for three, within 2 % for two (128 programs),
+# but 16384 rows of 128 steps (1024 programs) slower for six of eight ops, V-trace 1.6x in-jit.
 MAX_WARPS_TIME_MAJOR = 16
+FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
@@ -318,7 +323,9 @@ def _column_plan(g: Geometry) -> Plan:
 def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
     if not num_warps:
-        cap = MAX_WARPS_TIME_MAJOR if g.layout == 0 else MAX_WARPS
+        cap = MAX_WARPS
+        if g.layout == 0 and cdiv(g.N, BB) * nseg * MAX_WARPS < FILL_WARPS:
+            cap = MAX_WARPS_TIME_MAJOR
         num_warps = min(cap, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 

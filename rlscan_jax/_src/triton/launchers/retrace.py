@@ -22,8 +22,6 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
             *[v for v, _ in params.values()],
         ],
         outputs=[launch.out(shape, out_dtype)],
-        # Rows of 4096 steps scanned whole at 16 warps (tune_h200.md, run 7: 1.07-1.12x faster).
-        whole_row_warps=16,
         reverse=True,
         f64=out_dtype == jnp.float64,
         HAS_TERM=x["terminated"] is not None,
