@@ -126,7 +126,8 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
         "% limit = bytes_min / copy bandwidth / device time (* in-jit time: no device time measured). "
         "Speed-ups are in-jit time ratios. Device µs marked † were timed with the L2 cache flushed before "
         "each call (`--l2-flush-mib`); the others before the harness flushed it, so a case whose bytes fit "
-        "the L2 may have read part of its inputs from there.",
+        "the L2 may have read part of its inputs from there. ‡: a launch plan other than the shipped "
+        "one (`--launch`, see the record's `launch`).",
         "",
         f"| op | N×T | layout | dtype | mode | device µs | in-jit µs | % limit | "
         f"{' | '.join(f'vs {b}' for b in BASELINES if b != subject)} |",
@@ -145,6 +146,7 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
         else:
             frac, device = fraction(s)
             flushed = "†" if s.get("l2_flush_bytes") and s.get("device_us") is not None else ""
+            flushed += "‡" if s.get("launch") else ""
             row += [_us(s.get("device_us")) + flushed, _us(s.get("injit_us"))]
             row += ["" if frac is None else f"{100 * frac:.0f}%{'' if device else '*'}"]
             row += [_cell_speedup(s, idx.get((op, b, layout, dtype, n, t, mode))) for b in BASELINES if b != subject]

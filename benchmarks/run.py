@@ -40,6 +40,7 @@ run in float32 only, timed once (the gate's run), at T > --slow-reduced-t (16384
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import dataclasses
 import datetime
@@ -178,6 +179,7 @@ class Settings:
     copy_bytes: int = 2 * 2**30
     trace_dir: str | None = None
     l2_flush_bytes: int = 0  # device time: this many bytes read and written before each window
+    launch: tuple = ()  # (name, value) overrides of rlscan_jax's launch constants (--launch), for tuning runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -502,6 +504,7 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
             "device_windows": settings.device_windows,
             "profile": settings.profile,
             "l2_flush_bytes": settings.l2_flush_bytes,
+            "launch": dict(settings.launch),
         },
     }
 
@@ -780,7 +783,9 @@ class UnitRunner:
         return path
 
     def _base_record(self, case: Case, k: int) -> dict:
+        launch = {"launch": dict(self.s.launch)} if self.s.launch else {}  # not the shipped plans
         return {
+            **launch,
             "record": "result",
             "op": case.op,
             "implementation": case.impl,
@@ -999,7 +1004,16 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trace-dir", help="keep the profiler traces here (default: temporary, removed)")
     p.add_argument("--plan", action="store_true", help="print the units of this part and their rough cost; run nothing")
+    p.add_argument(
+        "--launch",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a launch constant of rlscan_jax's Triton plans (e.g. VECTOR_SPLIT_ELEMS=0), for tuning "
+        "runs; recorded in the header and in every record",
+    )
     a = p.parse_args(argv)
+    launch_overrides = tuple(_launch_override(item, p) for item in a.launch)
 
     gpu = jax.default_backend() == "gpu"
     s = Settings(
@@ -1012,6 +1026,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         max_seconds=a.max_seconds,
         part=a.part,
         trace_dir=a.trace_dir,
+        launch=launch_overrides,
     )
     if not gpu:  # CPU calls are slow: short loops, smaller copy
         s.loop_elements, s.max_calls_per_loop = 2**16, 16
@@ -1045,6 +1060,23 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
 QUICK_OPS = ("gae", "episodic_cumsum")
 
 
+def _launch_override(item: str, parser: argparse.ArgumentParser) -> tuple[str, object]:
+    """NAME=VALUE for --launch: an existing upper-case constant of launch.py, a value of its type."""
+    from rlscan_jax._src.triton import launch
+
+    name, sep, text = item.partition("=")
+    current = getattr(launch, name, None) if name.isupper() else None
+    if not sep or current is None or isinstance(current, type) or callable(current):
+        parser.error(f"--launch {item!r}: expected NAME=VALUE with NAME a launch constant such as VECTOR_SPLIT_ELEMS")
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        parser.error(f"--launch {item!r}: {text!r} is not a Python literal")
+    if type(value) is not type(current) and not (isinstance(current, float) and type(value) is int):
+        parser.error(f"--launch {item!r}: {name} is {type(current).__name__}, got {type(value).__name__}")
+    return name, value
+
+
 def default_out(quick: bool, part: tuple[int, int] = (1, 1)) -> str:
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     if quick:
@@ -1072,6 +1104,11 @@ def print_plan(settings: Settings, impls: dict[str, Implementation]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, args = parse_args(argv)
+    if settings.launch:  # before anything is traced: plans are made at trace time
+        from rlscan_jax._src.triton import launch
+
+        for name, value in settings.launch:
+            setattr(launch, name, value)
     if args.plan:
         print_plan(settings, IMPLEMENTATIONS)
         return 0

@@ -50,6 +50,47 @@ def test_quick_run_and_report(tmp_path, capsys):
     assert "[NOT MEASURED]" in capsys.readouterr().out  # no triton on the CPU
 
 
+def test_launch_overrides_are_checked_and_recorded(tmp_path, monkeypatch):
+    """--launch NAME=VALUE sets a launch constant for the run (a tuning run's plans), checked at
+    parse time, and is written into the header and into every record."""
+    from rlscan_jax._src.triton import launch
+
+    settings, _ = run.parse_args(["--quick", "--launch", "VECTOR_SPLIT_ELEMS=0", "--launch", "THREADS_PER_ELEM=0.125"])
+    assert settings.launch == (("VECTOR_SPLIT_ELEMS", 0), ("THREADS_PER_ELEM", 0.125))
+    for bad in (
+        "NO_SUCH_CONSTANT=1",
+        "VECTOR_SPLIT_ELEMS",
+        "VECTOR_SPLIT_ELEMS=[1",
+        "VECTOR_SPLIT_ELEMS=0.5",
+        "plan=1",
+    ):
+        with pytest.raises(SystemExit):
+            run.parse_args(["--quick", "--launch", bad])
+    monkeypatch.setattr(launch, "VECTOR_SPLIT_ELEMS", launch.VECTOR_SPLIT_ELEMS)  # main sets it: undone after
+    out = tmp_path / "launch.json"
+    argv = ["--quick", "--ops", "gae", "--shapes", "64x16", "--impls", "associative", "--modes", "fwd"]
+    assert (
+        run.main(
+            [
+                *argv,
+                "--dtypes",
+                "float32",
+                "--layouts",
+                "time_major",
+                "--launch",
+                "VECTOR_SPLIT_ELEMS=0",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert launch.VECTOR_SPLIT_ELEMS == 0
+    data = json.loads(out.read_text())
+    assert data[0]["settings"]["launch"] == {"VECTOR_SPLIT_ELEMS": 0}
+    assert data[1:] and all(r["launch"] == {"VECTOR_SPLIT_ELEMS": 0} for r in data[1:])
+
+
 def _forgets_boundaries(op, layout):
     """A deliberately wrong implementation: the reference with every episode flag cleared."""
 
