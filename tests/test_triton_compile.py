@@ -76,6 +76,28 @@ def _column_blocks():
     return out
 
 
+def _fold_carry_variants():
+    """Each kernel's float32 PHASE 1 and 2 variants (per VEC) rebuilt for the two-launch split
+    (launch.FOLD_CARRY_ELEMS, off): FOLD, with the rounds of composites the launcher would ask for."""
+    from rlscan_jax._src.triton import launch
+
+    seen, out = set(), []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        key = (v.kernel.fn.__name__, c.get("PHASE"), c.get("VEC"))
+        if c.get("PHASE") not in (1, 2) or key in seen or "*bf16" in v.types:
+            continue
+        seen.add(key)
+        kp = launch.next_pow2(max(1, launch.FOLD_CARRY_ROUND // c["BB"]))
+        out.append(
+            triton_variants.Variant(
+                v.kernel, v.types, tuple(sorted({**c, "FOLD": True, "KP": kp}.items())), v.num_warps
+            )
+        )
+    assert {k[1] for k in seen} == {1, 2}
+    return out
+
+
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -113,7 +135,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -65,6 +65,8 @@ def _tiny_blocks(monkeypatch, split):
     Split either way: one launch with PHASE 3's look-back, or summaries, carries and a rescan;
     "columns": time-major rows in column blocks (launch.COLUMNS_TIME_MAJOR), split in three
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
+    "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
+    composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
     """
     from rlscan_jax._src.triton import launch
 
@@ -76,6 +78,9 @@ def _tiny_blocks(monkeypatch, split):
         if split == "columns":
             for name, value in COLUMNS.items():
                 m.setattr(launch, name, value)
+        if split == "fold-carry":
+            m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
+            m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
         yield
     _clear_caches()
 
@@ -113,25 +118,45 @@ def test_split_rows_match_oracle(case, tiny_blocks):
     cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
 
 
-def test_column_blocks_chain_carries_in_rounds(monkeypatch):
-    """The "columns" split launches column blocks, and carry_kernel chains 10 segments 4 at a time."""
+def _spy_launches(monkeypatch, *fields) -> list:
+    """Records every kernel launch from now on: (kernel name, the constexprs `fields`, grid)."""
     from rlscan_jax._src.triton import launch
 
     seen = []
     call = launch.call
 
     def spy(kernel, **kwargs):
-        seen.append((kernel.fn.__name__, kwargs.get("PHASE"), kwargs.get("BB"), kwargs.get("KC"), kwargs["grid"]))
+        seen.append((kernel.fn.__name__, *(kwargs.get(f) for f in fields), kwargs["grid"]))
         return call(kernel, **kwargs)
 
+    monkeypatch.setattr(launch, "call", spy)
+    return seen
+
+
+def test_column_blocks_chain_carries_in_rounds(monkeypatch):
+    """The "columns" split launches column blocks, and carry_kernel chains 10 segments 4 at a time."""
     with _tiny_blocks(monkeypatch, "columns"):
-        monkeypatch.setattr(launch, "call", spy)
+        seen = _spy_launches(monkeypatch, "PHASE", "BB", "KC")
         for axis in (0, -1):  # time-major rows split into column blocks; batch-major ones as before
             inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
     assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
+
+
+def test_fold_carry_is_two_launches(monkeypatch):
+    """The "fold-carry" split launches PHASE 1 and PHASE 2 with FOLD, and no carry_kernel."""
+    with _tiny_blocks(monkeypatch, "fold-carry"):
+        seen = _spy_launches(monkeypatch, "PHASE", "FOLD", "KP")
+        for axis in (0, -1):
+            seen.clear()
+            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+            assert [s[:3] for s in seen] == [("gae_kernel", 1, True), ("gae_kernel", 2, True)], seen
+            # FOLD_CARRY_ROUND // BB composites a round (time-major blocks of 4 rows: 1; batch-major: 2)
+            assert seen[0][3] == seen[1][3] == (1 if axis == 0 else 2), seen
+            assert seen[0][4] == seen[1][4] and seen[0][4][1] > 4, seen  # segments split across programs
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

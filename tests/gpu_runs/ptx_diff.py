@@ -42,7 +42,9 @@ def stable_name(name: str) -> str:
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag.
     """
-    return name.replace(",VEC=1,", ",").replace(",VEC=1]", "]").replace(",WINDOWED=False", "")
+    return (
+        name.replace(",VEC=1,", ",").replace(",VEC=1]", "]").replace(",WINDOWED=False", "").replace(",FOLD=False", "")
+    )
 
 
 def hashes(root: str) -> dict[str, str]:

@@ -79,6 +79,11 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"VECTOR_SPLIT_ELEMS": 2048},
     {"VECTOR_SPLIT_ELEMS": 8192},
     {"MAX_WARPS_TIME_MAJOR": 8},
+    # The two-launch split (prepared in the eighth session): PHASE 2 folds the segments' carries,
+    # no carry_kernel launch, where blocks x segments come to at most FOLD_CARRY_ELEMS.
+    {"FOLD_CARRY_ELEMS": 1024},
+    {"FOLD_CARRY_ELEMS": 1024, "FOLD_CARRY_ROUND": 64},
+    {"FOLD_CARRY_ELEMS": 1024, "VECTOR_SPLIT_ELEMS": 2048},
     {"MAX_WARPS": 16, "LOOKBACK_FOLD": 1000},
     {"MAX_WARPS": 16, "SPLIT_BT_TIME_MAJOR": 32},
     # The carries of a three-launch split chained one segment at a time (before run 5).
@@ -164,7 +169,8 @@ def _selected(cfg, mode):
     if mode == "columns":
         return not cfg or any(k.startswith("COLUMN") for k in cfg)
     if mode == "vector":
-        return not cfg or any(k in cfg for k in ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS"))
+        keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
+        return not cfg or any(k in cfg for k in keys)
     return True
 
 
@@ -212,11 +218,12 @@ def main(out, ops_=("gae",), mode=None):
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
-                # the launch differs in the vector hint and the carry chain too
+                # the launch differs in the vector hint and the carry chain too (KC < 0: the
+                # two-launch split, folding -KC composites a round)
                 p = (
                     p,
                     launch.vector_width(g, p),
-                    launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0,
+                    -launch.fold_rounds(p) or (launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0),
                     g.layout,
                 )
                 if p in seen:

@@ -205,6 +205,13 @@ MAX_WARPS_TIME_MAJOR = 16
 FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
+# The two-launch split: where a three-launch split's blocks of BB rows times its segments come to
+# at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
+# (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
+# launch fewer, which in-jit time pays for (tune_h200.md, run 7: the vectorised split of long
+# rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
+FOLD_CARRY_ELEMS = 0
+FOLD_CARRY_ROUND = 256
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
@@ -330,6 +337,14 @@ def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, nu
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
+def fold_rounds(p: Plan) -> int:
+    """For a plan split in three launches that the two-launch split takes (FOLD_CARRY_ELEMS): the
+    composites PHASE 2 folds a round (KP); else 0."""
+    if not FOLD_CARRY_ELEMS or p.lookback or p.nseg == 1 or p.BB * p.nseg > FOLD_CARRY_ELEMS:
+        return 0
+    return next_pow2(min(p.nseg, max(1, FOLD_CARRY_ROUND // p.BB)))
+
+
 def vector_width(g: Geometry, p: Plan) -> int:
     """VEC_BATCH_MAJOR for batch-major rows of a multiple of it in blocks of at least VEC_MIN_BT
     steps, outside the look-back; else 1."""
@@ -366,7 +381,9 @@ def scan_call(
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g, few_rows_elems, vector_split, whole_row_warps)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    meta = dict(
+        LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, FOLD=False
+    )
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
@@ -396,28 +413,37 @@ def scan_call(
         )
         return outs[: len(outputs)]
     seg = (p.nseg * g.N,)
+    kp = fold_rounds(p)
+    if kp:  # two launches: PHASE 1 writes the composites as one [2, nseg, N] buffer, PHASE 2 folds them
+        meta.update(FOLD=True, KP=kp)
+        summaries = [out((2 * p.nseg * g.N,), acc), placeholder()]
+    else:
+        summaries = [out(seg, acc), out(seg, acc)]
     summary = call(
         kernel,
         grid=(p.row_blocks, p.nseg),
         args=[*inputs, inputs[0], *sizes],
-        out_shapes=[*holes, out(seg, acc), out(seg, acc), placeholder()],
+        out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
         **meta,
     )[len(outputs) : len(outputs) + 2]
-    from rlscan_jax._src.triton.kernels.common import carry_kernel
+    if kp:
+        cin = summary[0]
+    else:
+        from rlscan_jax._src.triton.kernels.common import carry_kernel
 
-    bb = min(next_pow2(g.N), 256)
-    (cin,) = call(
-        carry_kernel,
-        grid=(cdiv(g.N, bb),),
-        args=[*summary, inputs[0] if initial is None else initial, g.N, p.nseg],
-        out_shapes=[jax.ShapeDtypeStruct(seg, acc)],
-        HAS_INITIAL=initial is not None,
-        REVERSE=reverse,
-        F64=f64,
-        BB=bb,
-        KC=CARRY_SEGMENTS,
-    )
+        bb = min(next_pow2(g.N), 256)
+        (cin,) = call(
+            carry_kernel,
+            grid=(cdiv(g.N, bb),),
+            args=[*summary, inputs[0] if initial is None else initial, g.N, p.nseg],
+            out_shapes=[jax.ShapeDtypeStruct(seg, acc)],
+            HAS_INITIAL=initial is not None,
+            REVERSE=reverse,
+            F64=f64,
+            BB=bb,
+            KC=CARRY_SEGMENTS,
+        )
     outs = call(
         kernel,
         grid=(p.row_blocks, p.nseg),

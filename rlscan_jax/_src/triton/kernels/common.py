@@ -204,17 +204,66 @@ def exit_time(c, BT: tl.constexpr, REVERSE: tl.constexpr):
 
 
 @triton.jit
-def init_carry(p_cin, p_init, i_s, o_n, N, PHASE: tl.constexpr, HAS_INITIAL: tl.constexpr, F64: tl.constexpr):
-    """The carry (h, b) entering a segment: the window-edge value, zero, or from carry_kernel."""
+def init_carry(
+    p_cin,
+    p_init,
+    i_s,
+    o_n,
+    N,
+    PHASE: tl.constexpr,
+    HAS_INITIAL: tl.constexpr,
+    F64: tl.constexpr,
+    FOLD: tl.constexpr = False,
+    T=1,
+    BT: tl.constexpr = 1,
+    CPS=1,
+    REVERSE: tl.constexpr = False,
+    KP: tl.constexpr = 1,
+):
+    """The carry (h, b) entering a segment: the window-edge value, zero, or from carry_kernel.
+
+    With FOLD (PHASE 2 of the two-launch split, launch.FOLD_CARRY_ELEMS), p_cin holds every
+    segment's composite as PHASE 1 wrote it ([2, nseg, N]: h, then b) and the program folds
+    those of the segments before its own, KP at a time, in scan order: no carry_kernel launch.
+    """
     m_n = o_n < N
     zero = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
     ch = zero
-    if PHASE == 2:
+    if PHASE == 2 and FOLD:
+        if HAS_INITIAL:
+            ch = load(p_init, o_n, m_n, F64)
+        ch = _fold_segments(p_cin, i_s, o_n, N, tl.cdiv(tl.cdiv(T, BT), CPS), ch, F64, REVERSE, KP)
+    elif PHASE == 2:
         ch = load(p_cin, i_s * N + o_n, m_n, F64)
     elif PHASE == 0:
         if HAS_INITIAL:
             ch = load(p_init, o_n, m_n, F64)
     return ch, zero + 1.0
+
+
+@triton.jit
+def _fold_segments(p_sum, i_s, o_n, N, nseg, x, F64: tl.constexpr, REVERSE: tl.constexpr, KP: tl.constexpr):
+    """The state x [BB] carried through the composites of the segments before i_s in scan order."""
+    if REVERSE:
+        before = nseg - 1 - i_s
+    else:
+        before = i_s
+    fa = tl.zeros(o_n.shape, dtype=tl.float64 if F64 else tl.float32)
+    fb = fa + 1.0
+    for r in range(tl.cdiv(before, KP)):
+        o_k = r * KP + tl.arange(0, KP)  # positions in scan order
+        if REVERSE:
+            seg = nseg - 1 - o_k
+        else:
+            seg = o_k
+        m = (o_k < before)[:, None] & (o_n < N)[None, :]
+        off = seg.to(tl.int64)[:, None] * N + o_n[None, :]
+        a = load(p_sum, off, m, F64)
+        b = tl.where(m, load(p_sum, off + nseg.to(tl.int64) * N, m, F64), 1.0)
+        ga, gb = tl.associative_scan((a, b), 0, combine)
+        last = r * KP + KP - 1  # masked rows are identities: the last row holds the round's fold
+        fa, fb = combine(fa, fb, row(ga, o_k, last), row(gb, o_k, last))
+    return fa + tl.where(fb == 0.0, 0.0, fb * x)
 
 
 @triton.jit
@@ -307,10 +356,18 @@ def apply(A, B, ch, SINGLE: tl.constexpr):
 
 
 @triton.jit
-def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb):
+def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD: tl.constexpr = False, T=1, BT: tl.constexpr = 1, CPS=1):
+    """PHASE 1: the segment's composite (h, b) at [i_s, N] of p_sh and p_sb, or with FOLD both in
+    p_sh as [2, nseg, N] (h, then b), the one buffer that PHASE 2 reads as p_cin."""
     m_n = o_n < N
-    tl.store(p_sh + i_s * N + o_n, ch.to(p_sh.dtype.element_ty), mask=m_n)
-    tl.store(p_sb + i_s * N + o_n, cb.to(p_sb.dtype.element_ty), mask=m_n)
+    if FOLD:
+        off = i_s.to(tl.int64) * N + o_n
+        nseg = tl.cdiv(tl.cdiv(T, BT), CPS)
+        tl.store(p_sh + off, ch.to(p_sh.dtype.element_ty), mask=m_n)
+        tl.store(p_sh + nseg.to(tl.int64) * N + off, cb.to(p_sh.dtype.element_ty), mask=m_n)
+    else:
+        tl.store(p_sh + i_s * N + o_n, ch.to(p_sh.dtype.element_ty), mask=m_n)
+        tl.store(p_sb + i_s * N + o_n, cb.to(p_sb.dtype.element_ty), mask=m_n)
 
 
 @triton.jit

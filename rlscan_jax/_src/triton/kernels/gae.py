@@ -40,10 +40,11 @@ def gae_kernel(
     BT: tl.constexpr,
     BB: tl.constexpr,
     KP: tl.constexpr,
+    FOLD: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
-    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64)
+    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
@@ -75,4 +76,4 @@ def gae_kernel(
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
-        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)

@@ -51,11 +51,12 @@ def linear_kernel(
     BT: tl.constexpr,
     BB: tl.constexpr,
     KP: tl.constexpr,
+    FOLD: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
-    ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64)
+    ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
@@ -88,4 +89,4 @@ def linear_kernel(
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:
-        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb)
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
