@@ -276,6 +276,7 @@ def plan(
     vector_split = vector_split if _vector_rows(g) else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
+    max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
         return _column_plan(g)
     if g.layout == 1:
@@ -283,9 +284,7 @@ def plan(
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
         elif T <= MAX_BT_WHOLE_ROWS and N >= MIN_ROWS_WHOLE:
             BT, BB = t2, 1  # enough rows to fill the GPU: each program scans whole rows
-            if whole_row_warps:
-                warps = min(whole_row_warps, max(1, int(BT * THREADS_PER_ELEM) // 32))
-                return _plan(g, BT, BB, 1, 1, False, warps)
+            max_warps = whole_row_warps
         else:
             BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
             BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
@@ -314,7 +313,7 @@ def plan(
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False)
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
 def _column_plan(g: Geometry) -> Plan:
@@ -327,13 +326,18 @@ def _column_plan(g: Geometry) -> Plan:
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
 
-def _plan(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0) -> Plan:
+def _plan(
+    g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0, max_warps: int = 0
+) -> Plan:
+    """num_warps: as given, else THREADS_PER_ELEM's, capped at max_warps (default MAX_WARPS, or
+    MAX_WARPS_TIME_MAJOR for a time-major launch that would not fill the GPU)."""
     big = g.outer * g.T * g.inner + g.inner * BT >= 2**31 - 1
     if not num_warps:
-        cap = MAX_WARPS
-        if g.layout == 0 and cdiv(g.N, BB) * nseg * MAX_WARPS < FILL_WARPS:
-            cap = MAX_WARPS_TIME_MAJOR
-        num_warps = min(cap, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
+        if not max_warps:
+            max_warps = MAX_WARPS
+            if g.layout == 0 and cdiv(g.N, BB) * nseg * MAX_WARPS < FILL_WARPS:
+                max_warps = MAX_WARPS_TIME_MAJOR
+        num_warps = min(max_warps, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 

@@ -204,6 +204,12 @@ def exit_time(c, BT: tl.constexpr, REVERSE: tl.constexpr):
 
 
 @triton.jit
+def segments(T, BT: tl.constexpr, CPS):
+    """The segments of a row split in CPS chunks of BT steps each (the launcher's Plan.nseg)."""
+    return tl.cdiv(tl.cdiv(T, BT), CPS)
+
+
+@triton.jit
 def init_carry(
     p_cin,
     p_init,
@@ -232,7 +238,7 @@ def init_carry(
     if PHASE == 2 and FOLD:
         if HAS_INITIAL:
             ch = load(p_init, o_n, m_n, F64)
-        ch = _fold_segments(p_cin, i_s, o_n, N, tl.cdiv(tl.cdiv(T, BT), CPS), ch, F64, REVERSE, KP)
+        ch = _fold_segments(p_cin, i_s, o_n, N, segments(T, BT, CPS), ch, F64, REVERSE, KP)
     elif PHASE == 2:
         ch = load(p_cin, i_s * N + o_n, m_n, F64)
     elif PHASE == 0:
@@ -362,7 +368,7 @@ def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD: tl.constexpr = False, T
     m_n = o_n < N
     if FOLD:
         off = i_s.to(tl.int64) * N + o_n
-        nseg = tl.cdiv(tl.cdiv(T, BT), CPS)
+        nseg = segments(T, BT, CPS)
         tl.store(p_sh + off, ch.to(p_sh.dtype.element_ty), mask=m_n)
         tl.store(p_sh + nseg.to(tl.int64) * N + off, cb.to(p_sh.dtype.element_ty), mask=m_n)
     else:
