@@ -98,26 +98,6 @@ def _fold_carry_variants():
     return out
 
 
-def _second_pass_variants():
-    """Each kernel's float32 PHASE 1 and 2 variants (per VEC and layout) with the L2 hints of the
-    split (launch.SPLIT_LOAD_HINTS), and PHASE 2's with the grid reversed and the outputs streamed
-    (SECOND_PASS_REVERSED, SECOND_PASS_STREAM_OUT; all off)."""
-    seen, out = set(), []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        key = (v.kernel.fn.__name__, c.get("PHASE"), c.get("VEC"), c.get("LAYOUT"))
-        if c.get("PHASE") not in (1, 2) or key in seen or "*bf16" in v.types:
-            continue
-        seen.add(key)
-        if c["PHASE"] == 1:
-            flags = {**c, "LOAD_EVICT": 1}
-        else:
-            flags = {**c, "GRID_REVERSED": True, "STREAM_OUT": True, "LOAD_EVICT": 2}
-        out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), v.num_warps))
-    assert out
-    return out
-
-
 def test_plan_folds_are_bounded():
     """No shape gets a look-back fold larger than those compiled below."""
     from rlscan_jax._src.triton import launch
@@ -155,12 +135,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS
-    + _largest_folds()
-    + _vector_variants()
-    + _column_blocks()
-    + _fold_carry_variants()
-    + _second_pass_variants(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "reversed"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -67,8 +67,6 @@ def _tiny_blocks(monkeypatch, split):
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
-    "reversed": three launches, PHASE 2 visiting its grid in reverse (launch.SECOND_PASS_REVERSED),
-    with the L2 hints (SECOND_PASS_STREAM_OUT, SPLIT_LOAD_HINTS), time-major rows in blocks of 2.
     """
     from rlscan_jax._src.triton import launch
 
@@ -83,11 +81,6 @@ def _tiny_blocks(monkeypatch, split):
         if split == "fold-carry":
             m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
-        if split == "reversed":
-            m.setattr(launch, "SECOND_PASS_REVERSED", True)
-            m.setattr(launch, "SECOND_PASS_STREAM_OUT", True)
-            m.setattr(launch, "SPLIT_LOAD_HINTS", True)
-            m.setattr(launch, "ROWS_TIME_MAJOR_THREE_LAUNCH", 2)  # time-major: several row blocks too
         yield
     _clear_caches()
 
@@ -164,26 +157,6 @@ def test_fold_carry_is_two_launches(monkeypatch):
             # FOLD_CARRY_ROUND // BB composites a round (time-major blocks of 4 rows: 1; batch-major: 2)
             assert seen[0][3] == seen[1][3] == (1 if axis == 0 else 2), seen
             assert seen[0][4] == seen[1][4] and seen[0][4][1] > 4, seen  # segments split across programs
-
-
-def test_reversed_second_pass_launch(monkeypatch):
-    """The "reversed" split launches PHASE 2 alone with GRID_REVERSED and STREAM_OUT, on a grid
-    reversed along both axes (several row blocks and segments), PHASE 1 loading evict-last and
-    PHASE 2 evict-first, and the result is the oracle's."""
-    with _tiny_blocks(monkeypatch, "reversed"):
-        seen = _spy_launches(monkeypatch, "PHASE", "GRID_REVERSED", "STREAM_OUT", "LOAD_EVICT")
-        for axis in (0, -1):
-            seen.clear()
-            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
-            phases = [s[:5] for s in seen]
-            assert phases == [
-                ("gae_kernel", 1, False, False, 1),
-                ("carry_kernel", None, None, None, None),
-                ("gae_kernel", 2, True, True, 2),
-            ], seen
-            grid = seen[2][5]
-            assert grid[0] > 1 and grid[1] > 1, seen
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

@@ -40,17 +40,10 @@ def stable_name(name: str) -> str:
 
     VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
-    and removed after adb761d), FOLD=False, GRID_REVERSED=False, STREAM_OUT=False and
-    LOAD_EVICT=0 (3898df1 and later) compile as without the flag.
+    and removed after adb761d) compile as without the flag.
     """
     return (
-        name.replace(",VEC=1,", ",")
-        .replace(",VEC=1]", "]")
-        .replace(",WINDOWED=False", "")
-        .replace(",FOLD=False", "")
-        .replace(",GRID_REVERSED=False", "")
-        .replace(",STREAM_OUT=False", "")
-        .replace(",LOAD_EVICT=0", "")
+        name.replace(",VEC=1,", ",").replace(",VEC=1]", "]").replace(",WINDOWED=False", "").replace(",FOLD=False", "")
     )
 
 

@@ -1,11 +1,10 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|l2]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
-VECTOR_SPLIT_ELEMS; l2: every shape, only the configurations of the L2 hints between a split's
-passes and of MAX_WARPS_TIME_MAJOR and FILL_WARPS).
+VECTOR_SPLIT_ELEMS).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -102,16 +101,8 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # Rows of 8 steps in one [8, 256] column block a program, one pass: the plan that won at
     # 32768x8 time-major in run 6 for discounted returns, eligibility traces and Retrace (1.12-1.27x).
     {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
-    # The L2 cache between the two passes of a split (prepared in the ninth session): PHASE 2's grid
-    # reversed, its outputs evict-first, PHASE 1's loads evict-last and PHASE 2's evict-first.
-    {"SECOND_PASS_REVERSED": True},
-    {"SECOND_PASS_REVERSED": True, "SECOND_PASS_STREAM_OUT": True},
-    {"SECOND_PASS_REVERSED": True, "SECOND_PASS_STREAM_OUT": True, "SPLIT_LOAD_HINTS": True},
-    {"SPLIT_LOAD_HINTS": True},
-    {"SECOND_PASS_STREAM_OUT": True, "SPLIT_LOAD_HINTS": True},
     {"FILL_WARPS": 1 << 30},  # time-major blocks up to 16 warps however many programs (16384x128)
 ]
-L2_KEYS = ("SECOND_PASS_REVERSED", "SECOND_PASS_STREAM_OUT", "SPLIT_LOAD_HINTS")
 
 
 SHIPPED = {name: getattr(launch, name) for name in {k for c in CONFIGS for k in c}}
@@ -181,8 +172,6 @@ def _selected(cfg, mode):
     if mode == "vector":
         keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
         return not cfg or any(k in cfg for k in keys)
-    if mode == "l2":
-        return not cfg or any(k in cfg for k in (*L2_KEYS, "MAX_WARPS_TIME_MAJOR", "FILL_WARPS"))
     return True
 
 
@@ -231,14 +220,12 @@ def main(out, ops_=("gae",), mode=None):
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
-                # two-launch split, folding -KC composites a round), and a split in its L2 hints
-                split = p.nseg > 1 and not p.lookback
+                # two-launch split, folding -KC composites a round)
                 p = (
                     p,
                     launch.vector_width(g, p),
-                    -launch.fold_rounds(p) or (launch.CARRY_SEGMENTS if split else 0),
+                    -launch.fold_rounds(p) or (launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0),
                     g.layout,
-                    tuple(getattr(launch, k) for k in L2_KEYS) if split else (),
                 )
                 if p in seen:
                     continue
@@ -258,7 +245,7 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout, _), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)

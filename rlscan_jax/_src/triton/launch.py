@@ -212,16 +212,6 @@ CARRY_SEGMENTS = 16
 # rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
 FOLD_CARRY_ELEMS = 0
 FOLD_CARRY_ROUND = 256
-# SECOND_PASS_REVERSED: PHASE 2 of a split (two or three launches) visits the grid's blocks in
-# reverse, so the rescan starts with the blocks PHASE 1 read last, whose inputs may still be in the
-# L2 cache (50 MB on an H200): inputs larger than it are then read from DRAM less than twice.
-# SECOND_PASS_STREAM_OUT: PHASE 2's output stores are marked evict-first, so the outputs do not
-# push out the inputs it has yet to read. SPLIT_LOAD_HINTS: PHASE 1 loads its inputs evict-last
-# (to be read again) and PHASE 2 evict-first (their last use): the kernels' LOAD_EVICT 1 and 2.
-# Results do not depend on any of them. Prepared, not yet measured.
-SECOND_PASS_REVERSED = False
-SECOND_PASS_STREAM_OUT = False
-SPLIT_LOAD_HINTS = False
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
@@ -398,7 +388,6 @@ def scan_call(
     meta = dict(
         LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, FOLD=False
     )
-    meta.update(GRID_REVERSED=False, STREAM_OUT=False, LOAD_EVICT=0)
     meta.update(num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
@@ -440,7 +429,7 @@ def scan_call(
         args=[*inputs, inputs[0], *sizes],
         out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
-        **{**meta, "LOAD_EVICT": 1 if SPLIT_LOAD_HINTS else 0},
+        **meta,
     )[len(outputs) : len(outputs) + 2]
     if kp:
         cin = summary[0]
@@ -465,12 +454,7 @@ def scan_call(
         args=[*inputs, cin, *sizes],
         out_shapes=[*outputs, *[placeholder()] * 3],
         PHASE=2,
-        **{
-            **meta,
-            "GRID_REVERSED": SECOND_PASS_REVERSED,
-            "STREAM_OUT": SECOND_PASS_STREAM_OUT,
-            "LOAD_EVICT": 2 if SPLIT_LOAD_HINTS else 0,
-        },
+        **meta,
     )
     return outs[: len(outputs)]
 

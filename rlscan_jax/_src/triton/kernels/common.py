@@ -47,17 +47,9 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def program(
-    p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr, GRID_REVERSED: tl.constexpr = False
-):
-    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order.
-
-    GRID_REVERSED (PHASE 2, launch.SECOND_PASS_REVERSED): the grid's blocks in reverse, so the
-    rescan starts with the blocks PHASE 1 read last, whose inputs the L2 cache may still hold.
-    """
-    if GRID_REVERSED:
-        return tl.num_programs(0) - 1 - tl.program_id(0), tl.num_programs(1) - 1 - tl.program_id(1)
-    elif PHASE == 3:
+def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
+    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
+    if PHASE == 3:
         nseg = tl.cdiv(T, BT)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
         i_b = ticket // nseg
@@ -151,10 +143,8 @@ def edge(o_t, o_n, t):
 
 
 @triton.jit
-def load(p, off, m, F64: tl.constexpr, volatile: tl.constexpr = False, EVICT: tl.constexpr = 0):
-    """A block as float32 (float64 with F64). EVICT: the L2 eviction hint (launch.SPLIT_LOAD_HINTS),
-    0 none, 1 evict-last, 2 evict-first."""
-    x = _load(p + off, m, 0.0, volatile, EVICT)
+def load(p, off, m, F64: tl.constexpr, volatile: tl.constexpr = False):
+    x = tl.load(p + off, mask=m, other=0.0, volatile=volatile)
     if F64:
         return x.to(tl.float64)
     else:
@@ -162,26 +152,16 @@ def load(p, off, m, F64: tl.constexpr, volatile: tl.constexpr = False, EVICT: tl
 
 
 @triton.jit
-def _load(ptr, m, other, volatile: tl.constexpr, EVICT: tl.constexpr):
-    if EVICT == 1:
-        return tl.load(ptr, mask=m, other=other, volatile=volatile, eviction_policy="evict_last")
-    elif EVICT == 2:
-        return tl.load(ptr, mask=m, other=other, volatile=volatile, eviction_policy="evict_first")
-    else:
-        return tl.load(ptr, mask=m, other=other, volatile=volatile)
-
-
-@triton.jit
-def load_flag(p, off, m, EVICT: tl.constexpr = 0):
+def load_flag(p, off, m):
     """A flag of any dtype as int1 (non-zero is true; outside the mask false)."""
-    return _load(p + off, m, 0, False, EVICT) != 0
+    return tl.load(p + off, mask=m, other=0) != 0
 
 
 @triton.jit
-def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, EVICT: tl.constexpr = 0):
+def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
     """A parameter: one scalar, or a per-step array of the rows' layout."""
     if FULL:
-        return load(p, off, m, F64, EVICT=EVICT)
+        return load(p, off, m, F64)
     else:
         x = tl.load(p)
         if F64:
@@ -397,13 +377,8 @@ def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD: tl.constexpr = False, T
 
 
 @triton.jit
-def store(p, off, x, m, STREAM: tl.constexpr = False):
-    """An output block; with STREAM (PHASE 2, launch.SECOND_PASS_STREAM_OUT) its lines are the L2's
-    first to evict, so outputs do not push out inputs the rescan has yet to read."""
-    if STREAM:
-        tl.store(p + off, x.to(p.dtype.element_ty), mask=m, eviction_policy="evict_first")
-    else:
-        tl.store(p + off, x.to(p.dtype.element_ty), mask=m)
+def store(p, off, x, m):
+    tl.store(p + off, x.to(p.dtype.element_ty), mask=m)
 
 
 @triton.jit

@@ -52,24 +52,21 @@ def linear_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    GRID_REVERSED: tl.constexpr,
-    STREAM_OUT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
-    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT, GRID_REVERSED)
+    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
-        b_x = common.load(p_x, off, m, F64, EVICT=LOAD_EVICT)  # [BT, BB]
+        b_x = common.load(p_x, off, m, F64)  # [BT, BB]
         if HAS_B:
-            b_b = common.load(p_b, s_off, m, F64, EVICT=LOAD_EVICT)
+            b_b = common.load(p_b, s_off, m, F64)
         elif HAS_DECAY:
-            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64, EVICT=LOAD_EVICT) * common.load_param(
-                p_lam, s_off, m, LAMBDA_FULL, F64, EVICT=LOAD_EVICT
+            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64) * common.load_param(
+                p_lam, s_off, m, LAMBDA_FULL, F64
             )
         else:
             b_b = 1.0
@@ -78,9 +75,9 @@ def linear_kernel(
         if HAS_RESET:
             if RESET_PREV:
                 p_off = common.step_offsets(o_t - 1, o_n, T, INNER, FEAT, off - ts, HAS_FEAT)
-                reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None], EVICT=LOAD_EVICT)
+                reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
             else:
-                reset = reset | common.load_flag(p_reset, s_off, m, EVICT=LOAD_EVICT)
+                reset = reset | common.load_flag(p_reset, s_off, m)
         A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(
@@ -88,7 +85,7 @@ def linear_kernel(
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_h, off, h, m, STREAM_OUT)
+            common.store(p_h, off, h, m)
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
     if PHASE == 1:

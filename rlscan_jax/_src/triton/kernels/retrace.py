@@ -41,11 +41,8 @@ def retrace_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    GRID_REVERSED: tl.constexpr,
-    STREAM_OUT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr,
 ):
-    i_b, i_s = common.program(p_sync, T, PHASE, True, BT, GRID_REVERSED)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
@@ -53,30 +50,29 @@ def retrace_kernel(
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         m1 = m & ~last  # t+1 exists
-        b_r = common.load(p_r, off, m, F64, EVICT=LOAD_EVICT)  # [BT, BB]
-        b_nv = common.load(p_nv, off, m, F64, EVICT=LOAD_EVICT)
-        b_q1 = common.load(p_q, off + ts, m1, F64, EVICT=LOAD_EVICT)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, EVICT=LOAD_EVICT)
-        b_l1 = common.load_param(p_lam, off + ts, m1, LAMBDA_FULL, F64, EVICT=LOAD_EVICT)
+        b_r = common.load(p_r, off, m, F64)  # [BT, BB]
+        b_nv = common.load(p_nv, off, m, F64)
+        b_q1 = common.load(p_q, off + ts, m1, F64)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+        b_l1 = common.load_param(p_lam, off + ts, m1, LAMBDA_FULL, F64)
         b_c1 = b_l1 * tl.minimum(
-            common.load_param(p_c_clip, off + ts, m1, C_CLIP_FULL, F64, EVICT=LOAD_EVICT),
-            tl.exp(common.load(p_lr, off + ts, m1, F64, EVICT=LOAD_EVICT)),
+            common.load_param(p_c_clip, off + ts, m1, C_CLIP_FULL, F64), tl.exp(common.load(p_lr, off + ts, m1, F64))
         )
         b_disc = b_g * b_nv
         done = last
         if HAS_TERM:
-            term = common.load_flag(p_term, off, m, EVICT=LOAD_EVICT)
+            term = common.load_flag(p_term, off, m)
             b_disc = tl.where(term, 0.0, b_disc)
             done = done | term
         if HAS_TRUNC:
-            done = done | common.load_flag(p_trunc, off, m, EVICT=LOAD_EVICT)
+            done = done | common.load_flag(p_trunc, off, m)
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
         A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_g, off, h, m, STREAM_OUT)
+            common.store(p_g, off, h, m)
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:

@@ -47,42 +47,39 @@ def returns_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    GRID_REVERSED: tl.constexpr,
-    STREAM_OUT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
     v'_t comes from next_values (HAS_NEXT), else from values[t+1] (HAS_VALUES, λ-returns only)
     and bootstrap_value at T-1 (HAS_BOOT; a zero bootstrap without it).
     """
-    i_b, i_s = common.program(p_sync, T, PHASE, True, BT, GRID_REVERSED)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
-        b_r = common.load(p_r, off, m, F64, EVICT=LOAD_EVICT)  # [BT, BB]
+        b_r = common.load(p_r, off, m, F64)  # [BT, BB]
         done = last
         b_nv = b_r * 0.0
         if HAS_NEXT:
-            b_nv = common.load(p_nv, off, m, F64, EVICT=LOAD_EVICT)
+            b_nv = common.load(p_nv, off, m, F64)
         else:
             if HAS_VALUES:
-                b_nv = common.load(p_v, off + ts, m & ~last, F64, EVICT=LOAD_EVICT)
+                b_nv = common.load(p_v, off + ts, m & ~last, F64)
             if HAS_BOOT:
-                b_boot = common.load(p_boot, o_n, o_n < N, F64, EVICT=LOAD_EVICT)  # [BB]
+                b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
                 b_nv = tl.where(last, b_boot[None, :], b_nv)
         term = last & False
         if HAS_TERM:
-            term = common.load_flag(p_term, off, m, EVICT=LOAD_EVICT)
+            term = common.load_flag(p_term, off, m)
             done = done | term
         if HAS_TRUNC:
-            done = done | common.load_flag(p_trunc, off, m, EVICT=LOAD_EVICT)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, EVICT=LOAD_EVICT)
+            done = done | common.load_flag(p_trunc, off, m)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
         if LAMBDA:
-            b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, EVICT=LOAD_EVICT)
+            b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
             b_boot_t = tl.where(done, b_nv, (1.0 - b_l) * b_nv)
             b_b = b_g * b_l
         else:
@@ -94,7 +91,7 @@ def returns_kernel(
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_g, off, h, m, STREAM_OUT)
+            common.store(p_g, off, h, m)
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:

@@ -50,11 +50,8 @@ def vtrace_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    GRID_REVERSED: tl.constexpr,
-    STREAM_OUT: tl.constexpr,
-    LOAD_EVICT: tl.constexpr,
 ):
-    i_b, i_s = common.program(p_sync, T, PHASE, True, BT, GRID_REVERSED)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
@@ -62,30 +59,30 @@ def vtrace_kernel(
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         t_end = common.edge(o_t, o_n, c * BT + BT - 1)
-        b_r = common.load(p_r, off, m, F64, EVICT=LOAD_EVICT)  # [BT, BB]
-        b_v = common.load(p_v, off, m, F64, EVICT=LOAD_EVICT)
-        b_rho = tl.exp(common.load(p_lr, off, m, F64, EVICT=LOAD_EVICT))
+        b_r = common.load(p_r, off, m, F64)  # [BT, BB]
+        b_v = common.load(p_v, off, m, F64)
+        b_rho = tl.exp(common.load(p_lr, off, m, F64))
         if HAS_NEXT:
-            b_nv = common.load(p_nv, off, m, F64, EVICT=LOAD_EVICT)
+            b_nv = common.load(p_nv, off, m, F64)
             # V_{t+1} is needed only where the chunk hands over to the next one.
-            b_v1 = common.load(p_v, off + ts, m & t_end & ~last, F64, EVICT=LOAD_EVICT)
+            b_v1 = common.load(p_v, off + ts, m & t_end & ~last, F64)
         else:
-            b_boot = common.load(p_boot, o_n, o_n < N, F64, EVICT=LOAD_EVICT)  # [BB]
-            b_v1 = common.load(p_v, off + ts, m & ~last, F64, EVICT=LOAD_EVICT)
+            b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
+            b_v1 = common.load(p_v, off + ts, m & ~last, F64)
             b_nv = tl.where(last, b_boot[None, :], b_v1)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, EVICT=LOAD_EVICT)
-        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, EVICT=LOAD_EVICT)
-        b_rho_bar = tl.minimum(common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, EVICT=LOAD_EVICT), b_rho)
-        b_c = b_l * tl.minimum(common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, EVICT=LOAD_EVICT), b_rho)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
+        b_rho_bar = tl.minimum(common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64), b_rho)
+        b_c = b_l * tl.minimum(common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64), b_rho)
         b_disc = b_g * b_nv
         done = last
         term = last & False
         if HAS_TERM:
-            term = common.load_flag(p_term, off, m, EVICT=LOAD_EVICT)
+            term = common.load_flag(p_term, off, m)
             b_disc = tl.where(term, 0.0, b_disc)
             done = done | term
         if HAS_TRUNC:
-            done = done | common.load_flag(p_trunc, off, m, EVICT=LOAD_EVICT)
+            done = done | common.load_flag(p_trunc, off, m)
         A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
@@ -99,12 +96,12 @@ def vtrace_kernel(
             else:
                 _, b_vs1, _ = tl.associative_scan(shift, 0, common.combine_next)
             b_w = tl.where(done, b_nv, b_vs1)
-            b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, EVICT=LOAD_EVICT), b_rho)
+            b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
-            common.store(p_vs, off, b_vs, m, STREAM_OUT)
-            common.store(p_pg, off, b_pg, m, STREAM_OUT)
+            common.store(p_vs, off, b_vs, m)
+            common.store(p_pg, off, b_pg, m)
             if STORE_H:
-                common.store(p_h, off, h, m, STREAM_OUT)
+                common.store(p_h, off, h, m)
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
     if PHASE == 1:
