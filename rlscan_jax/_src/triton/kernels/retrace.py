@@ -41,6 +41,7 @@ def retrace_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
+    ROUND: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
@@ -69,7 +70,9 @@ def retrace_kernel(
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
         A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC)
         if PHASE == 3:
-            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
+            ch = common.lookback(
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, ROUND
+            )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)

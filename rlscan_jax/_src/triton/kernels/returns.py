@@ -47,6 +47,7 @@ def returns_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
+    ROUND: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
@@ -88,7 +89,9 @@ def returns_kernel(
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
         A, B = common.scan(a, b_b, done, m, True, VEC)
         if PHASE == 3:
-            ch = common.lookback(A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP)
+            ch = common.lookback(
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, ROUND
+            )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
             common.store(p_g, off, h, m)
