@@ -50,7 +50,8 @@ COLUMN_LOOKBACKS = ((8, 128), (16, 64), (32, 32))
 
 
 def _column_lookbacks():
-    """Each kernel's float32 time-major PHASE 3 variant, rebuilt as the column look-back's blocks."""
+    """Each kernel's float32 time-major PHASE 3 variant, rebuilt as the column look-back's blocks,
+    and with the flags acquired by a fence (launch.LOOKBACK_FENCE)."""
     from rlscan_jax._src.triton import launch
 
     seen, out = set(), []
@@ -61,8 +62,10 @@ def _column_lookbacks():
             continue
         seen.add(name)
         for bt, kp in COLUMN_LOOKBACKS:
-            flags = {**c, "BT": bt, "BB": 256, "KP": kp, "ROUND": launch.COLUMN_FOLD_ROUND}
+            flags = {**c, "BT": bt, "BB": 256, "KP": kp, "ROUND": launch.COLUMN_FOLD_ROUND, "FENCE": True}
             out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), 8))
+        # the recorded look-back with the fence (launch.LOOKBACK_FENCE)
+        out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted({**c, "FENCE": True}.items())), v.num_warps))
     assert len(seen) == 5, seen
     return out
 

@@ -41,7 +41,7 @@ def stable_name(name: str) -> str:
     VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
-    ROUND=0 (the look-back's fold all at once, as before the flag).
+    ROUND=0 and FENCE=False (the look-back as before those flags).
     """
     return (
         name.replace(",VEC=1,", ",")
@@ -49,6 +49,7 @@ def stable_name(name: str) -> str:
         .replace(",WINDOWED=False", "")
         .replace(",FOLD=False", "")
         .replace(",ROUND=0", "")
+        .replace(",FENCE=False", "")
     )
 
 

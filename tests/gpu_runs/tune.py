@@ -1,11 +1,12 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|column_lookback]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|column_lookback|fence]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; column_lookback: the time-major shapes, only the configurations of
-COLUMN_LOOKBACK_BT and FILL_WARPS).
+COLUMN_LOOKBACK_BT and FILL_WARPS; fence: every shape, the configurations of LOOKBACK_FENCE and
+the look-back plans they are compared with).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -117,6 +118,17 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1},  # rows of 128 steps or fewer too
     {"COLUMN_LOOKBACK_BT": 16, "COLUMN_MIN_T": 1},
     {"COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1, "COLUMNS_TIME_MAJOR": 128},
+    # PHASE 3 acquiring its flags with one fence (LOOKBACK_FENCE), with the plans that take it.
+    {"LOOKBACK_FENCE": True},
+    {"LOOKBACK_FENCE": True, "VECTOR_SPLIT_ELEMS": 0},
+    {"LOOKBACK_FENCE": True, "LOOKBACK_FOLD": 1000},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 32},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8, "COLUMNS_TIME_MAJOR": 128},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16, "COLUMN_LOOKBACK_MAX_CHUNKS": 256},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1},
+    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16, "COLUMN_MIN_T": 1},
 ]
 
 
@@ -189,6 +201,10 @@ def _selected(cfg, mode):
         return not cfg or any(k in cfg for k in keys)
     if mode == "column_lookback":
         return not cfg or "COLUMN_LOOKBACK_BT" in cfg or "FILL_WARPS" in cfg
+    if mode == "fence":
+        return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}, {"COLUMN_LOOKBACK_BT": 16}) or (
+            "LOOKBACK_FENCE" in cfg
+        )
     return True
 
 
@@ -243,6 +259,7 @@ def main(out, ops_=("gae",), mode=None):
                     launch.vector_width(g, p),
                     -launch.fold_rounds(p) or (launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0),
                     g.layout,
+                    p.lookback and launch.LOOKBACK_FENCE,
                 )
                 if p in seen:
                     continue
@@ -262,11 +279,11 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout, fence), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
-                plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout}
+                plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout, "FENCE": fence}
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )

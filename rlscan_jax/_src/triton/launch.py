@@ -235,6 +235,11 @@ COLUMN_MAX_SEGMENTS = 128
 COLUMN_LOOKBACK_BT = 0
 COLUMN_LOOKBACK_MAX_CHUNKS = 128
 COLUMN_FOLD_ROUND = 8
+# PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
+# the interpreter has no inline PTX and keeps one acquire RMW a flag). Tune run 8b: the column
+# look-back's time grew with the number of chunks a row block holds, as if each acquire RMW on
+# the row's few flag lines waited its turn. Prepared, not yet measured.
+LOOKBACK_FENCE = False
 
 
 class Geometry(NamedTuple):
@@ -402,7 +407,7 @@ def scan_call(
     meta = dict(
         LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, FOLD=False
     )
-    meta.update(ROUND=0, num_warps=p.num_warps, **flags)
+    meta.update(ROUND=0, FENCE=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
@@ -416,7 +421,7 @@ def scan_call(
             zeroed=(len(outputs) + 2,),
             PHASE=3,
             KP=next_pow2(p.nseg),
-            **{**meta, "ROUND": p.fold_round},
+            **{**meta, "ROUND": p.fold_round, "FENCE": LOOKBACK_FENCE and not dispatch.interpret_mode()},
         )
         return outs[: len(outputs)]
     meta["KP"] = 1

@@ -307,6 +307,7 @@ def lookback(
     BT: tl.constexpr,
     KP: tl.constexpr,
     ROUND: tl.constexpr = 0,
+    FENCE: tl.constexpr = False,
 ):
     """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
 
@@ -314,7 +315,10 @@ def lookback(
     flag (release); waits for the flags of the chunks before it in scan order; folds their
     composites in scan order and applies the fold to the window's initial carry. The fold loads
     all KP slots at once, or with ROUND (launch.COLUMN_LOOKBACK_BT's column blocks) ROUND slots a
-    round, so that a wide block's fold holds ROUND of them, not KP.
+    round, so that a wide block's fold holds ROUND of them, not KP. The flags are acquired with an
+    acquire RMW on each, or with FENCE (launch.LOOKBACK_FENCE, on a GPU) with one fence.acq_rel
+    after the volatile (relaxed) reads that saw them raised: PTX's acquire pattern, O(1) a
+    program instead of one atomic on the row's few flag lines for every chunk before it.
     """
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
@@ -339,7 +343,10 @@ def lookback(
     seen = tl.sum(tl.load(p_flags, mask=before, other=0, volatile=True), axis=0)
     while seen < need:
         seen = tl.sum(tl.load(p_flags, mask=before, other=0, volatile=True), axis=0)
-    tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
+    if FENCE:
+        tl.inline_asm_elementwise("fence.acq_rel.gpu;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
+    else:
+        tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
     tl.debug_barrier()  # every thread's reads below come after the acquires (bar.sync orders them)
     if ROUND:
         fa, fb = _fold_slots(p_agg_a, p_agg_b, base, nseg, need, o_r, F64, REVERSE, ROUND)
