@@ -45,31 +45,6 @@ def _largest_folds():
     return out
 
 
-# (BT, KP) of the column look-back's blocks (launch.COLUMN_LOOKBACK_BT, off), 256 columns wide.
-COLUMN_LOOKBACKS = ((8, 128), (16, 64), (32, 32))
-
-
-def _column_lookbacks():
-    """Each kernel's float32 time-major PHASE 3 variant, rebuilt as the column look-back's blocks,
-    and with the flags acquired by a fence (launch.LOOKBACK_FENCE)."""
-    from rlscan_jax._src.triton import launch
-
-    seen, out = set(), []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        name = v.kernel.fn.__name__
-        if c.get("PHASE") != 3 or c.get("LAYOUT") != 0 or name in seen or "*bf16" in v.types:
-            continue
-        seen.add(name)
-        for bt, kp in COLUMN_LOOKBACKS:
-            flags = {**c, "BT": bt, "BB": 256, "KP": kp, "ROUND": launch.COLUMN_FOLD_ROUND, "FENCE": True}
-            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), 8))
-        # the recorded look-back with the fence (launch.LOOKBACK_FENCE)
-        out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted({**c, "FENCE": True}.items())), v.num_warps))
-    assert len(seen) == 5, seen
-    return out
-
-
 def _vector_variants():
     """Batch-major variants recorded without vector loads (blocks under launch.VEC_MIN_BT steps),
     rebuilt with VEC = 4: every block the recorded calls reach compiles with them too (not PHASE 3)."""
@@ -160,7 +135,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants() + _column_lookbacks(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

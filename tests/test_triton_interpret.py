@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "column-lookback"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -67,8 +67,6 @@ def _tiny_blocks(monkeypatch, split):
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
-    "column-lookback": time-major rows in column blocks of 4 steps, one launch (PHASE 3), the
-    look-back folding 2 composites a round (launch.COLUMN_LOOKBACK_BT, COLUMN_FOLD_ROUND).
     """
     from rlscan_jax._src.triton import launch
 
@@ -77,12 +75,9 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
-        if split in ("columns", "column-lookback"):
+        if split == "columns":
             for name, value in COLUMNS.items():
                 m.setattr(launch, name, value)
-        if split == "column-lookback":
-            m.setattr(launch, "COLUMN_LOOKBACK_BT", 4)
-            m.setattr(launch, "COLUMN_FOLD_ROUND", 2)
         if split == "fold-carry":
             m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
@@ -148,16 +143,6 @@ def test_column_blocks_chain_carries_in_rounds(monkeypatch):
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
     assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
-
-
-def test_column_lookback_is_one_launch(monkeypatch):
-    """The "column-lookback" split: time-major rows in one PHASE 3 launch of column blocks whose
-    fold runs in rounds of 2; batch-major rows split as before."""
-    with _tiny_blocks(monkeypatch, "column-lookback"):
-        seen = _spy_launches(monkeypatch, "PHASE", "BB", "ROUND", "KP")
-        inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), 0).build()
-        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg="time-major")
-    assert seen == [("gae_kernel", 3, 4, 2, 16, (10, 1))], seen
 
 
 def test_fold_carry_is_two_launches(monkeypatch):

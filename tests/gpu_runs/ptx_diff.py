@@ -41,14 +41,13 @@ def stable_name(name: str) -> str:
     VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
-    ROUND=0 and FENCE=False (the look-back as before those flags).
+    FENCE=False (the look-back's acquire RMWs, as before the flag).
     """
     return (
         name.replace(",VEC=1,", ",")
         .replace(",VEC=1]", "]")
         .replace(",WINDOWED=False", "")
         .replace(",FOLD=False", "")
-        .replace(",ROUND=0", "")
         .replace(",FENCE=False", "")
     )
 

@@ -1,12 +1,11 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|column_lookback|fence]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
-VECTOR_SPLIT_ELEMS; column_lookback: the time-major shapes, only the configurations of
-COLUMN_LOOKBACK_BT and FILL_WARPS; fence: every shape, the configurations of LOOKBACK_FENCE and
-the look-back plans they are compared with).
+VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
+plans they are compared with).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -104,31 +103,11 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # 32768x8 time-major in run 6 for discounted returns, eligibility traces and Retrace (1.12-1.27x).
     {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
     {"FILL_WARPS": 1 << 30},  # time-major blocks up to 16 warps however many programs (16384x128)
-    # Column blocks in one launch (ninth session): PHASE 3's look-back over [BT, 256] column blocks,
-    # folding COLUMN_FOLD_ROUND composites a round; rows of up to COLUMN_LOOKBACK_MAX_CHUNKS chunks.
-    {"COLUMN_LOOKBACK_BT": 8},
-    {"COLUMN_LOOKBACK_BT": 16},
-    {"COLUMN_LOOKBACK_BT": 32},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMN_FOLD_ROUND": 16},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMN_FOLD_ROUND": 4},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMNS_TIME_MAJOR": 128},
-    {"COLUMN_LOOKBACK_BT": 4, "COLUMNS_TIME_MAJOR": 128},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMN_LOOKBACK_MAX_CHUNKS": 512},
-    {"COLUMN_LOOKBACK_BT": 16, "COLUMN_LOOKBACK_MAX_CHUNKS": 256},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1},  # rows of 128 steps or fewer too
-    {"COLUMN_LOOKBACK_BT": 16, "COLUMN_MIN_T": 1},
-    {"COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1, "COLUMNS_TIME_MAJOR": 128},
-    # PHASE 3 acquiring its flags with one fence (LOOKBACK_FENCE), with the plans that take it.
-    {"LOOKBACK_FENCE": True},
-    {"LOOKBACK_FENCE": True, "VECTOR_SPLIT_ELEMS": 0},
-    {"LOOKBACK_FENCE": True, "LOOKBACK_FOLD": 1000},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 32},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8, "COLUMNS_TIME_MAJOR": 128},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16, "COLUMN_LOOKBACK_MAX_CHUNKS": 256},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 8, "COLUMN_MIN_T": 1},
-    {"LOOKBACK_FENCE": True, "COLUMN_LOOKBACK_BT": 16, "COLUMN_MIN_T": 1},
+    # PHASE 3's flags acquired by an acquire RMW each (before run 8c), with the plans that take it.
+    # The column look-back that run 8b measured and its configurations are in commit 2315614.
+    {"LOOKBACK_FENCE": False},
+    {"LOOKBACK_FENCE": False, "VECTOR_SPLIT_ELEMS": 0},
+    {"LOOKBACK_FENCE": False, "LOOKBACK_FOLD": 1000},
 ]
 
 
@@ -199,18 +178,14 @@ def _selected(cfg, mode):
     if mode == "vector":
         keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
         return not cfg or any(k in cfg for k in keys)
-    if mode == "column_lookback":
-        return not cfg or "COLUMN_LOOKBACK_BT" in cfg or "FILL_WARPS" in cfg
     if mode == "fence":
-        return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}, {"COLUMN_LOOKBACK_BT": 16}) or (
-            "LOOKBACK_FENCE" in cfg
-        )
+        return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
 
 
 def _shape_selected(shape, axis, mode):
     time_major = axis == 0 and len(shape) > 1
-    if mode in ("time_major", "column_lookback"):
+    if mode == "time_major":
         return time_major
     if mode == "columns":
         return time_major and shape[0] >= 256

@@ -105,6 +105,8 @@ def call(
     The outputs numbered in `zeroed` are zero when the kernel starts (the interpreter's always are).
     """
     if dispatch.interpret_mode():
+        if constexprs.get("FENCE"):  # no inline PTX in the interpreter: PHASE 3's acquire RMWs
+            constexprs = {**constexprs, "FENCE": False}
         return list(_interpret(kernel, grid, args, out_shapes, constexprs))
     import jax_triton as jt
 
@@ -227,19 +229,11 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
-# Column blocks in one launch (0: off): rows of at most COLUMN_LOOKBACK_MAX_CHUNKS chunks of
-# COLUMN_LOOKBACK_BT steps take PHASE 3's look-back over [COLUMN_LOOKBACK_BT, BB] column blocks, one
-# chunk a program, inputs read once; its fold loads COLUMN_FOLD_ROUND composites a round (a wide
-# block's fold of every earlier chunk at once held them all in registers: tune_h200.md, run 5).
-# Prepared, not yet measured.
-COLUMN_LOOKBACK_BT = 0
-COLUMN_LOOKBACK_MAX_CHUNKS = 128
-COLUMN_FOLD_ROUND = 8
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
-# the interpreter has no inline PTX and keeps one acquire RMW a flag). Tune run 8b: the column
-# look-back's time grew with the number of chunks a row block holds, as if each acquire RMW on
-# the row's few flag lines waited its turn. Prepared, not yet measured.
-LOOKBACK_FENCE = False
+# the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
+# tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
+# look-back at 1x1048576.
+LOOKBACK_FENCE = True
 
 
 class Geometry(NamedTuple):
@@ -273,7 +267,6 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
-    fold_round: int = 0  # PHASE 3's fold, composites a round (0: all at once)
 
 
 def plan(
@@ -333,13 +326,8 @@ def plan(
 def _column_plan(g: Geometry) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
-    warps = max(1, BB // 32)
-    if COLUMN_LOOKBACK_BT and cdiv(g.T, COLUMN_LOOKBACK_BT) <= COLUMN_LOOKBACK_MAX_CHUNKS:
-        BT = max(2, min(next_pow2(g.T), COLUMN_LOOKBACK_BT))
-        p = _plan(g, BT, BB, cdiv(g.T, BT), 1, True, warps)
-        return p._replace(fold_round=COLUMN_FOLD_ROUND)
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
-    chunks, row_blocks = cdiv(g.T, BT), cdiv(g.N, BB)
+    chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
@@ -407,7 +395,7 @@ def scan_call(
     meta = dict(
         LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, FOLD=False
     )
-    meta.update(ROUND=0, FENCE=False, num_warps=p.num_warps, **flags)
+    meta.update(FENCE=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
@@ -421,7 +409,7 @@ def scan_call(
             zeroed=(len(outputs) + 2,),
             PHASE=3,
             KP=next_pow2(p.nseg),
-            **{**meta, "ROUND": p.fold_round, "FENCE": LOOKBACK_FENCE and not dispatch.interpret_mode()},
+            **{**meta, "FENCE": LOOKBACK_FENCE},
         )
         return outs[: len(outputs)]
     meta["KP"] = 1

@@ -306,19 +306,16 @@ def lookback(
     F64: tl.constexpr,
     BT: tl.constexpr,
     KP: tl.constexpr,
-    ROUND: tl.constexpr = 0,
     FENCE: tl.constexpr = False,
 ):
     """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
 
     Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
     flag (release); waits for the flags of the chunks before it in scan order; folds their
-    composites in scan order and applies the fold to the window's initial carry. The fold loads
-    all KP slots at once, or with ROUND (launch.COLUMN_LOOKBACK_BT's column blocks) ROUND slots a
-    round, so that a wide block's fold holds ROUND of them, not KP. The flags are acquired with an
-    acquire RMW on each, or with FENCE (launch.LOOKBACK_FENCE, on a GPU) with one fence.acq_rel
-    after the volatile (relaxed) reads that saw them raised: PTX's acquire pattern, O(1) a
-    program instead of one atomic on the row's few flag lines for every chunk before it.
+    composites in scan order and applies the fold to the window's initial carry. The flags are
+    acquired with one fence.acq_rel after the volatile (relaxed) reads that saw them raised (FENCE,
+    launch.LOOKBACK_FENCE, on a GPU: PTX's acquire pattern, one fence a program), else with an
+    acquire RMW on each flag (the interpreter, which has no inline PTX).
     """
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
@@ -348,43 +345,18 @@ def lookback(
     else:
         tl.atomic_add(p_flags, 0, mask=before, sem="acquire", scope="gpu")
     tl.debug_barrier()  # every thread's reads below come after the acquires (bar.sync orders them)
-    if ROUND:
-        fa, fb = _fold_slots(p_agg_a, p_agg_b, base, nseg, need, o_r, F64, REVERSE, ROUND)
-    else:
-        m = before[:, None] & (o_r >= 0)[None, :]
-        off = (base + o_k)[:, None] * BB + o_r[None, :]
-        # volatile: read through to L2 (a line cached in L1 may predate the flag)
-        a = load(p_agg_a, off, m, F64, volatile=True)
-        b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
-        fa, fb = tl.associative_scan((a, b), 0, combine)
-        fa = row(fa, o_k, last)
-        fb = tl.where((last >= 0) & (last < nseg), row(fb, o_k, last), 1.0)
+    m = before[:, None] & (o_r >= 0)[None, :]
+    off = (base + o_k)[:, None] * BB + o_r[None, :]
+    # volatile: read through to L2 (a line cached in L1 may predate the flag)
+    a = load(p_agg_a, off, m, F64, volatile=True)
+    b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
+    fa, fb = tl.associative_scan((a, b), 0, combine)
+    fa = row(fa, o_k, last)
+    fb = tl.where((last >= 0) & (last < nseg), row(fb, o_k, last), 1.0)
     x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
     return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def _fold_slots(p_agg_a, p_agg_b, base, nseg, need, o_r, F64: tl.constexpr, REVERSE: tl.constexpr, ROUND: tl.constexpr):
-    """The composite (a, b) [BB] of the `need` chunks before this one, from their slots, in scan
-    order, ROUND slots a round (volatile loads: through to L2, after the flags' acquires)."""
-    fa = tl.zeros(o_r.shape, dtype=tl.float64 if F64 else tl.float32)
-    fb = fa + 1.0
-    for r in range(tl.cdiv(need, ROUND)):
-        o_j = r * ROUND + tl.arange(0, ROUND)  # positions in scan order
-        if REVERSE:
-            slot = nseg - 1 - o_j
-        else:
-            slot = o_j
-        m = (o_j < need)[:, None] & (o_r >= 0)[None, :]
-        off = (base + slot)[:, None] * o_r.shape[0] + o_r[None, :]
-        a = load(p_agg_a, off, m, F64, volatile=True)
-        b = tl.where(m, load(p_agg_b, off, m, F64, volatile=True), 1.0)
-        ga, gb = tl.associative_scan((a, b), 0, combine)
-        last = r * ROUND + ROUND - 1  # masked rows are identities: the last row holds the round's fold
-        fa, fb = combine(fa, fb, row(ga, o_j, last), row(gb, o_j, last))
-    return fa, fb
 
 
 @triton.jit

@@ -41,7 +41,6 @@ def gae_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    ROUND: tl.constexpr,
     FENCE: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
@@ -71,7 +70,7 @@ def gae_kernel(
         A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, ROUND, FENCE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:

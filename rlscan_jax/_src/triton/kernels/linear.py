@@ -52,7 +52,6 @@ def linear_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    ROUND: tl.constexpr,
     FENCE: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
@@ -83,25 +82,7 @@ def linear_kernel(
         A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(
-                A,
-                B,
-                o_t,
-                o_n,
-                N,
-                T,
-                i_b,
-                i_s,
-                p_sh,
-                p_sb,
-                p_sync,
-                p_init,
-                HAS_INITIAL,
-                REVERSE,
-                F64,
-                BT,
-                KP,
-                ROUND,
-                FENCE,
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:

@@ -47,7 +47,6 @@ def returns_kernel(
     BB: tl.constexpr,
     KP: tl.constexpr,
     FOLD: tl.constexpr,
-    ROUND: tl.constexpr,
     FENCE: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
@@ -91,7 +90,7 @@ def returns_kernel(
         A, B = common.scan(a, b_b, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, ROUND, FENCE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
