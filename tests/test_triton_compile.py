@@ -45,6 +45,21 @@ def _largest_folds():
     return out
 
 
+def _carry_blocks():
+    """carry_kernel's recorded variants rebuilt with the narrower blocks tune.py's carry mode times
+    (launch.CARRY_BLOCK_ROWS, CARRY_WARPS; not shipped)."""
+    out = []
+    for v in VARIANTS:
+        if v.kernel.fn.__name__ != "carry_kernel":
+            continue
+        c = dict(v.constexprs)
+        for bb, warps, kc in ((32, 1, 16), (64, 2, 16), (32, 1, 32), (64, 1, 8)):
+            flags = tuple(sorted({**c, "BB": bb, "KC": kc}.items()))
+            out.append(triton_variants.Variant(v.kernel, v.types, flags, warps))
+    assert out
+    return out
+
+
 def _vector_variants():
     """Batch-major variants recorded without vector loads (blocks under launch.VEC_MIN_BT steps),
     rebuilt with VEC = 4: every block the recorded calls reach compiles with them too (not PHASE 3)."""
@@ -135,7 +150,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants() + _carry_blocks(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

@@ -1,11 +1,11 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
-plans they are compared with).
+plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -108,6 +108,12 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"LOOKBACK_FENCE": False},
     {"LOOKBACK_FENCE": False, "VECTOR_SPLIT_ELEMS": 0},
     {"LOOKBACK_FENCE": False, "LOOKBACK_FOLD": 1000},
+    # carry_kernel's blocks (5.8 us of GAE 4096x1024 time-major at 6 % occupancy, run 8).
+    {"CARRY_BLOCK_ROWS": 32, "CARRY_WARPS": 1},
+    {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 2},
+    {"CARRY_BLOCK_ROWS": 128, "CARRY_WARPS": 4},
+    {"CARRY_BLOCK_ROWS": 32, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 32},
+    {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 8},
 ]
 
 
@@ -178,6 +184,8 @@ def _selected(cfg, mode):
     if mode == "vector":
         keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
         return not cfg or any(k in cfg for k in keys)
+    if mode == "carry":
+        return not cfg or "CARRY_BLOCK_ROWS" in cfg
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -187,7 +195,7 @@ def _shape_selected(shape, axis, mode):
     time_major = axis == 0 and len(shape) > 1
     if mode == "time_major":
         return time_major
-    if mode == "columns":
+    if mode in ("columns", "carry"):
         return time_major and shape[0] >= 256
     if mode == "vector":
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
@@ -228,11 +236,17 @@ def main(out, ops_=("gae",), mode=None):
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
-                # two-launch split, folding -KC composites a round)
+                # two-launch split, folding -KC composites a round; else carry_kernel's segments
+                # a round, rows a block and warps)
                 p = (
                     p,
                     launch.vector_width(g, p),
-                    -launch.fold_rounds(p) or (launch.CARRY_SEGMENTS if p.nseg > 1 and not p.lookback else 0),
+                    -launch.fold_rounds(p)
+                    or (
+                        (launch.CARRY_SEGMENTS, launch.CARRY_BLOCK_ROWS, launch.CARRY_WARPS)
+                        if p.nseg > 1 and not p.lookback
+                        else 0
+                    ),
                     g.layout,
                     p.lookback and launch.LOOKBACK_FENCE,
                 )

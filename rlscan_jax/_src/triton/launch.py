@@ -207,6 +207,11 @@ MAX_WARPS_TIME_MAJOR = 16
 FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
 # Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
 CARRY_SEGMENTS = 16
+# carry_kernel's blocks: CARRY_BLOCK_ROWS rows at CARRY_WARPS warps a program. Nsight Compute on
+# GAE 4096x1024 time-major (tune_h200.md, run 8): 5.8 us of its 48.7, 16 programs of 138
+# registers a thread, 6 % occupancy; narrower blocks give more programs. Not yet tuned.
+CARRY_BLOCK_ROWS = 256
+CARRY_WARPS = 4
 # The two-launch split: where a three-launch split's blocks of BB rows times its segments come to
 # at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
 # (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
@@ -443,10 +448,11 @@ def scan_call(
     else:
         from rlscan_jax._src.triton.kernels.common import carry_kernel
 
-        bb = min(next_pow2(g.N), 256)
+        bb = min(next_pow2(g.N), CARRY_BLOCK_ROWS)
         (cin,) = call(
             carry_kernel,
             grid=(cdiv(g.N, bb),),
+            num_warps=CARRY_WARPS,
             args=[*summary, inputs[0] if initial is None else initial, g.N, p.nseg],
             out_shapes=[jax.ShapeDtypeStruct(seg, acc)],
             HAS_INITIAL=initial is not None,
