@@ -109,6 +109,9 @@ def _fold_carry_variants():
                 v.kernel, v.types, tuple(sorted({**c, "FOLD": True, "KP": kp}.items())), v.num_warps
             )
         )
+        if c.get("LAYOUT") == 0 and c["PHASE"] == 2:  # the column blocks' fold that tune.py's carry mode times
+            flags = {**c, "FOLD": True, "KP": 8, "BT": 4, "BB": 256}
+            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), 8))
     assert {k[1] for k in seen} == {1, 2}
     return out
 

@@ -114,6 +114,10 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"CARRY_BLOCK_ROWS": 128, "CARRY_WARPS": 4},
     {"CARRY_BLOCK_ROWS": 32, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 32},
     {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 8},
+    # ... or no carry_kernel: the two-launch split at the column blocks' 256 columns x 16-128
+    # segments, PHASE 2 folding 8 or 4 composites a round.
+    {"CARRY_BLOCK_ROWS": 256, "FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 2048},
+    {"CARRY_BLOCK_ROWS": 256, "FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 1024},
 ]
 
 
