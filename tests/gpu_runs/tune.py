@@ -5,7 +5,7 @@ Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|f
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
-plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks).
+plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -116,8 +116,8 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 8},
     # ... or no carry_kernel: the two-launch split at the column blocks' 256 columns x 16-128
     # segments, PHASE 2 folding 8 or 4 composites a round.
-    {"CARRY_BLOCK_ROWS": 256, "FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 2048},
-    {"CARRY_BLOCK_ROWS": 256, "FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 1024},
+    {"FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 2048},
+    {"FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 1024},
 ]
 
 
@@ -189,7 +189,7 @@ def _selected(cfg, mode):
         keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
         return not cfg or any(k in cfg for k in keys)
     if mode == "carry":
-        return not cfg or "CARRY_BLOCK_ROWS" in cfg
+        return not cfg or "CARRY_BLOCK_ROWS" in cfg or "FOLD_CARRY_ELEMS" in cfg
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True

@@ -397,10 +397,8 @@ def scan_call(
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     p = plan(g, few_rows_elems, vector_split, whole_row_warps)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    meta = dict(
-        LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, FOLD=False
-    )
-    meta.update(FENCE=False, num_warps=p.num_warps, **flags)
+    meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    meta.update(FOLD=False, FENCE=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
