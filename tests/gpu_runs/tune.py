@@ -1,11 +1,12 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
-plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split).
+plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
+vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -118,6 +119,10 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # segments, PHASE 2 folding 8 or 4 composites a round.
     {"FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 2048},
     {"FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 1024},
+    # Batch-major float32 rows 8 steps a thread (two 16-byte loads; 16-bit rows get 8 with
+    # VEC_BATCH_MAJOR_16BIT, one 16-byte load), in the blocks of VEC_MIN_BT steps or more.
+    {"VEC_BATCH_MAJOR": 8},
+    {"VEC_BATCH_MAJOR": 8, "VECTOR_SPLIT_ELEMS": 8192},
 ]
 
 
@@ -190,6 +195,8 @@ def _selected(cfg, mode):
         return not cfg or any(k in cfg for k in keys)
     if mode == "carry":
         return not cfg or "CARRY_BLOCK_ROWS" in cfg or "FOLD_CARRY_ELEMS" in cfg
+    if mode == "vec8":
+        return not cfg or cfg.get("VEC_BATCH_MAJOR") == 8
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -203,6 +210,8 @@ def _shape_selected(shape, axis, mode):
         return time_major and shape[0] >= 256
     if mode == "vector":
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
+    if mode == "vec8":
+        return axis == 1 and shape[1] % 8 == 0 and shape[1] >= 128
     return True
 
 

@@ -189,6 +189,11 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # faster in blocks of 128 to 4096 steps, slower in blocks of 16 (65536x16).
 VEC_BATCH_MAJOR = 4
 VEC_MIN_BT = 128
+# Rows whose floating per-step inputs are all 16-bit (bf16, fp16), of a multiple of
+# VEC_BATCH_MAJOR_16BIT steps, load that many a thread instead: 16 bytes a load, as float32 rows
+# at VEC_BATCH_MAJOR (compiled for sm_90: 8 bf16 steps a ld.global.v4, flags 8 bytes a load).
+# Prepared, not yet measured (VEC_BATCH_MAJOR for them until then).
+VEC_BATCH_MAJOR_16BIT = 4
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
 # ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
@@ -234,6 +239,10 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
+# The same for 16-bit inputs (launch.narrow_rows), whose chunks of COLUMN_BT steps move half the
+# bytes for the same instructions and registers. Prepared, not yet measured (the float32 values).
+COLUMN_BT_16BIT = COLUMN_BT
+COLUMN_SEGMENT_CHUNKS_16BIT = COLUMN_SEGMENT_CHUNKS
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -275,13 +284,18 @@ class Plan(NamedTuple):
 
 
 def plan(
-    g: Geometry, few_rows_elems: int | None = None, vector_split: int | None = None, whole_row_warps: int = 0
+    g: Geometry,
+    few_rows_elems: int | None = None,
+    vector_split: int | None = None,
+    whole_row_warps: int = 0,
+    narrow: bool = False,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
     `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
     `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
+    `narrow`: the floating inputs are 16-bit (narrow_rows), for the column blocks' *_16BIT.
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
@@ -290,7 +304,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g)
+        return _column_plan(g, narrow)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -328,12 +342,13 @@ def plan(
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
-def _column_plan(g: Geometry) -> Plan:
+def _column_plan(g: Geometry, narrow: bool = False) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
-    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
+    BT = max(2, min(next_pow2(g.T), COLUMN_BT_16BIT if narrow else COLUMN_BT))
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
-    nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
+    seg_chunks = COLUMN_SEGMENT_CHUNKS_16BIT if narrow else COLUMN_SEGMENT_CHUNKS
+    nseg = max(cdiv(chunks, seg_chunks), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
@@ -361,10 +376,21 @@ def fold_rounds(p: Plan) -> int:
     return next_pow2(min(p.nseg, max(1, FOLD_CARRY_ROUND // p.BB)))
 
 
-def vector_width(g: Geometry, p: Plan) -> int:
+def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """VEC_BATCH_MAJOR for batch-major rows of a multiple of it in blocks of at least VEC_MIN_BT
-    steps, outside the look-back; else 1."""
-    return VEC_BATCH_MAJOR if _vector_rows(g) and not p.lookback and p.BT >= VEC_MIN_BT else 1
+    steps, outside the look-back (VEC_BATCH_MAJOR_16BIT for `narrow` rows, of 16-bit inputs, of a
+    multiple of that); else 1."""
+    if not (_vector_rows(g) and not p.lookback and p.BT >= VEC_MIN_BT):
+        return 1
+    if narrow and p.BT >= VEC_BATCH_MAJOR_16BIT and g.T % VEC_BATCH_MAJOR_16BIT == 0:
+        return VEC_BATCH_MAJOR_16BIT
+    return VEC_BATCH_MAJOR
+
+
+def narrow_rows(g: Geometry, inputs: Sequence[jax.Array]) -> bool:
+    """Whether every floating per-step input (at least N·T elements) is 16-bit (vector_width's `narrow`)."""
+    steps = [a for a in inputs if a.size >= g.N * g.T and jnp.issubdtype(a.dtype, jnp.floating)]
+    return bool(steps) and all(a.dtype.itemsize <= 2 for a in steps)
 
 
 def _vector_rows(g: Geometry) -> bool:
@@ -395,9 +421,11 @@ def scan_call(
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps)
+    narrow = narrow_rows(g, inputs)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    meta = dict(LAYOUT=g.layout, VEC=vector_width(g, p), BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    vec = vector_width(g, p, narrow)
+    meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(FOLD=False, FENCE=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
