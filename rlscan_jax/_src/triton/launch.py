@@ -181,18 +181,19 @@ ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
 LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
-# Batch-major rows whose length is a multiple of VEC_BATCH_MAJOR (1 turns this off), in blocks of
-# at least VEC_MIN_BT steps: the kernels keep the rows ascending and tell the compiler that each
-# row starts on a multiple of it, so a thread loads that many consecutive steps with one vector
-# instruction. Not for the look-back (PHASE 3): triton 3.6 fails to compile those variants (an
-# assertion in its scan lowering). Measured in tests/gpu_runs/tune_h200.md, run 6: 1.1-3.9x
-# faster in blocks of 128 to 4096 steps, slower in blocks of 16 (65536x16).
-VEC_BATCH_MAJOR = 4
+# Batch-major rows whose length is a multiple of 4, in blocks of at least VEC_MIN_BT steps: the
+# kernels keep the rows ascending and tell the compiler that each row starts on a multiple of VEC,
+# the widest power of two from VEC_BATCH_MAJOR down to 4 that divides the row (1 turns this off),
+# so a thread loads VEC consecutive steps with vector instructions. Not for the look-back
+# (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
+# Measured in tests/gpu_runs/tune_h200.md: run 6, VEC 4 1.1-3.9x faster in blocks of 128 to 4096
+# steps, slower in blocks of 16 (65536x16); run 9, VEC 8 (two 16-byte loads of float32) 1.04-1.12x
+# faster again for rows of 4096 steps and 8x131072, within 2 % elsewhere.
+VEC_BATCH_MAJOR = 8
 VEC_MIN_BT = 128
-# Rows whose floating per-step inputs are all 16-bit (bf16, fp16), of a multiple of
-# VEC_BATCH_MAJOR_16BIT steps, load that many a thread instead: 16 bytes a load, as float32 rows
-# at VEC_BATCH_MAJOR (compiled for sm_90: 8 bf16 steps a ld.global.v4, flags 8 bytes a load).
-# Prepared, not yet measured (VEC_BATCH_MAJOR for them until then).
+# The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
+# VEC steps are half the bytes (compiled for sm_90: VEC 8 loads 8 bf16 steps with one
+# ld.global.v4). Prepared, not yet measured: 4, as before run 9.
 VEC_BATCH_MAJOR_16BIT = 4
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
@@ -210,13 +211,15 @@ SINGLE_ROW_BATCH_MAJOR = True
 # but 16384 rows of 128 steps (1024 programs) slower for six of eight ops, V-trace 1.6x in-jit.
 MAX_WARPS_TIME_MAJOR = 16
 FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
-# Segments whose carries `carry_kernel` chains at a time (one memory round trip for each group).
-CARRY_SEGMENTS = 16
-# carry_kernel's blocks: CARRY_BLOCK_ROWS rows at CARRY_WARPS warps a program. Nsight Compute on
-# GAE 4096x1024 time-major (tune_h200.md, run 8): 5.8 us of its 48.7, 16 programs of 138
-# registers a thread, 6 % occupancy; narrower blocks give more programs. Not yet tuned.
-CARRY_BLOCK_ROWS = 256
-CARRY_WARPS = 4
+# carry_kernel: CARRY_SEGMENTS segments' carries chained at a time (one memory round trip for each
+# group), in blocks of CARRY_BLOCK_ROWS rows at CARRY_WARPS warps a program. Nsight Compute on GAE
+# 4096x1024 time-major (tune_h200.md, run 8) found 5.8 us of its 48.7 there, 16 programs of 256
+# rows at 6 % occupancy; run 9 measured 32 rows at one warp, 32 segments a round, the best or
+# within 2 % of it at every shape for five ops (the whole call 1.0-1.35x faster than 256 rows,
+# 4 warps, 16 segments: most at 4096 steps, least at 512 x 16384).
+CARRY_SEGMENTS = 32
+CARRY_BLOCK_ROWS = 32
+CARRY_WARPS = 1
 # The two-launch split: where a three-launch split's blocks of BB rows times its segments come to
 # at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
 # (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
@@ -299,7 +302,7 @@ def plan(
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
-    vector_split = vector_split if _vector_rows(g) else 0
+    vector_split = vector_split if _vector_rows(g, narrow) else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
@@ -377,14 +380,19 @@ def fold_rounds(p: Plan) -> int:
 
 
 def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
-    """VEC_BATCH_MAJOR for batch-major rows of a multiple of it in blocks of at least VEC_MIN_BT
-    steps, outside the look-back (VEC_BATCH_MAJOR_16BIT for `narrow` rows, of 16-bit inputs, of a
-    multiple of that); else 1."""
-    if not (_vector_rows(g) and not p.lookback and p.BT >= VEC_MIN_BT):
-        return 1
-    if narrow and p.BT >= VEC_BATCH_MAJOR_16BIT and g.T % VEC_BATCH_MAJOR_16BIT == 0:
-        return VEC_BATCH_MAJOR_16BIT
-    return VEC_BATCH_MAJOR
+    """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
+    the look-back (`narrow`: rows of 16-bit inputs); else 1."""
+    vec = _row_vector(g, narrow)
+    return vec if vec > 1 and not p.lookback and p.BT >= max(VEC_MIN_BT, vec) else 1
+
+
+def _row_vector(g: Geometry, narrow: bool = False) -> int:
+    """The widest power of two from VEC_BATCH_MAJOR (VEC_BATCH_MAJOR_16BIT for `narrow` rows) down
+    to 4 that divides batch-major rows of T steps; 1 where none does (or the cap is under 4)."""
+    vec = VEC_BATCH_MAJOR_16BIT if narrow else VEC_BATCH_MAJOR
+    while vec >= 4 and g.T % vec:
+        vec //= 2
+    return vec if g.layout == 1 and vec >= 4 else 1
 
 
 def narrow_rows(g: Geometry, inputs: Sequence[jax.Array]) -> bool:
@@ -393,9 +401,9 @@ def narrow_rows(g: Geometry, inputs: Sequence[jax.Array]) -> bool:
     return bool(steps) and all(a.dtype.itemsize <= 2 for a in steps)
 
 
-def _vector_rows(g: Geometry) -> bool:
-    """Rows that can load VEC_BATCH_MAJOR steps at a time: batch-major, of a multiple of it."""
-    return g.layout == 1 and VEC_BATCH_MAJOR > 1 and g.T % VEC_BATCH_MAJOR == 0
+def _vector_rows(g: Geometry, narrow: bool = False) -> bool:
+    """Rows that load as vectors (_row_vector): batch-major, of a multiple of 4 steps."""
+    return _row_vector(g, narrow) > 1
 
 
 def scan_call(
