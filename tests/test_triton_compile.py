@@ -71,27 +71,6 @@ def _vector_variants():
     return out
 
 
-def _narrow_variants():
-    """The 16-bit variants as launch.VEC_BATCH_MAJOR_16BIT and COLUMN_BT_16BIT would make them (not
-    shipped): batch-major ones of VEC = 4 rebuilt with VEC = 8, time-major column blocks in chunks of
-    8 steps."""
-    from rlscan_jax._src.triton import launch
-
-    p = launch.plan(launch.geometry((4096, 4096), 0))
-    out = []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        if "*bf16" not in v.types:
-            continue
-        if c.get("LAYOUT") == 1 and c.get("VEC") == 4:
-            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted({**c, "VEC": 8}.items())), v.num_warps))
-        if c.get("LAYOUT") == 0 and c.get("PHASE") in (1, 2):
-            constexprs = tuple(sorted({**c, "BT": 8, "BB": p.BB}.items()))
-            out.append(triton_variants.Variant(v.kernel, v.types, constexprs, p.num_warps))
-    assert out
-    return out
-
-
 def _column_blocks():
     """Time-major split-row variants rebuilt as the widest column blocks (launch.COLUMNS_TIME_MAJOR).
 
@@ -174,13 +153,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS
-    + _largest_folds()
-    + _vector_variants()
-    + _column_blocks()
-    + _fold_carry_variants()
-    + _carry_blocks()
-    + _narrow_variants(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants() + _carry_blocks(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

@@ -253,27 +253,6 @@ def test_half_precision_inputs(op, dtype):
     cases.assert_close(out, cases.call_oracle(inp), dt, msg=case.id)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "f32"])
-@pytest.mark.parametrize("op", cases.OP_NAMES)
-def test_column_blocks_of_16bit_inputs(op, dtype, monkeypatch):
-    """launch.COLUMN_BT_16BIT / COLUMN_SEGMENT_CHUNKS_16BIT: time-major column blocks of 16-bit
-    inputs in chunks of their own length (8 steps here, float32 4), forward and gradients."""
-    from rlscan_jax._src.triton import launch
-
-    case = _case(op, cases.MAIN_MODE[op], 37, (3,), 0)
-    dt = cases.DTYPES[dtype]
-    with _tiny_blocks(monkeypatch, "columns"):
-        monkeypatch.setattr(launch, "COLUMN_BT_16BIT", 8)
-        monkeypatch.setattr(launch, "COLUMN_SEGMENT_CHUNKS_16BIT", 2)
-        g = launch.geometry((37, 3), 0)
-        assert (launch.plan(g, narrow=True).BT, launch.plan(g).BT) == (8, 4)
-        inp = case.build(dtype=dt)
-        out = cases.call(inp, "triton")
-        assert all(o.dtype == dt for o in out)
-        cases.assert_close(out, cases.call_oracle(inp), dt, msg=case.id)
-        _check_gradients_in(inp, dt, case.id)
-
-
 def _check_gradients_in(inp, dt, msg):
     """Gradients of a weighted sum of the outputs w.r.t. every floating input, in their dtype dt."""
     names = inp.float_names()
@@ -292,8 +271,8 @@ def _check_gradients_in(inp, dt, msg):
 @pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_vector_rows_of_16bit_inputs(op, dtype, split, monkeypatch):
-    """launch.VEC_BATCH_MAJOR_16BIT = 8: batch-major rows of 16-bit inputs load 8 steps a thread
-    (float32 rows stay at VEC_BATCH_MAJOR's 4), forward and gradients against the reference."""
+    """launch.VEC_BATCH_MAJOR_16BIT (8, shipped): batch-major rows of 16-bit inputs load 8 steps a
+    thread, float32 rows VEC_BATCH_MAJOR's (4 here), forward and gradients against the reference."""
     from rlscan_jax._src.triton import launch
 
     mode = next(m for m in cases.OPS[op].modes if "feat" not in m)  # trailing features: not vectorised

@@ -192,9 +192,10 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 VEC_BATCH_MAJOR = 8
 VEC_MIN_BT = 128
 # The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
-# VEC steps are half the bytes (compiled for sm_90: VEC 8 loads 8 bf16 steps with one
-# ld.global.v4). Prepared, not yet measured: 4, as before run 9.
-VEC_BATCH_MAJOR_16BIT = 4
+# steps are half the bytes: VEC 8 loads 8 bf16 steps with one ld.global.v4. Run 9 (benchmark,
+# bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
+# for rows of 512 and 1024; VEC 16 no faster than 8 (Retrace 1.1x slower).
+VEC_BATCH_MAJOR_16BIT = 8
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
 # ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
@@ -242,10 +243,6 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
-# The same for 16-bit inputs (launch.narrow_rows), whose chunks of COLUMN_BT steps move half the
-# bytes for the same instructions and registers. Prepared, not yet measured (the float32 values).
-COLUMN_BT_16BIT = COLUMN_BT
-COLUMN_SEGMENT_CHUNKS_16BIT = COLUMN_SEGMENT_CHUNKS
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -298,7 +295,7 @@ def plan(
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
     `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
     `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
-    `narrow`: the floating inputs are 16-bit (narrow_rows), for the column blocks' *_16BIT.
+    `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
@@ -307,7 +304,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g, narrow)
+        return _column_plan(g)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -345,13 +342,12 @@ def plan(
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
-def _column_plan(g: Geometry, narrow: bool = False) -> Plan:
+def _column_plan(g: Geometry) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
-    BT = max(2, min(next_pow2(g.T), COLUMN_BT_16BIT if narrow else COLUMN_BT))
+    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
-    seg_chunks = COLUMN_SEGMENT_CHUNKS_16BIT if narrow else COLUMN_SEGMENT_CHUNKS
-    nseg = max(cdiv(chunks, seg_chunks), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
+    nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
