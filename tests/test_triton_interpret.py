@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "fused"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -67,6 +67,8 @@ def _tiny_blocks(monkeypatch, split):
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
+    "fused": the fused split (launch.FUSED_SPLIT_WINDOW, PHASE 4) with a look-back over at most 2
+    segments, so that most carries come through carries other programs published.
     """
     from rlscan_jax._src.triton import launch
 
@@ -81,6 +83,8 @@ def _tiny_blocks(monkeypatch, split):
         if split == "fold-carry":
             m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
+        if split == "fused":
+            m.setattr(launch, "FUSED_SPLIT_WINDOW", 2)
         yield
     _clear_caches()
 
@@ -143,6 +147,26 @@ def test_column_blocks_chain_carries_in_rounds(monkeypatch):
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
     assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
+
+
+@pytest.mark.parametrize("window", [1, 2, 16])
+def test_fused_split_is_one_launch(window, monkeypatch):
+    """The "fused" split launches PHASE 4 alone, one program a segment, with a look-back over
+    min(window, segments) of them (rounded up to a power of two); forward and gradients."""
+    from rlscan_jax._src.triton import launch
+
+    with _tiny_blocks(monkeypatch, "fused"):
+        monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", window)
+        seen = _spy_launches(monkeypatch, "PHASE", "KP")
+        for axis in (0, -1):
+            seen.clear()
+            case = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis)
+            inp = case.build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+            p = launch.plan(launch.geometry((37, 3) if axis == 0 else (3, 37), axis % 2))
+            assert seen == [("gae_kernel", 4, launch.next_pow2(min(window, p.nseg)), (p.row_blocks * p.nseg, 1))]
+            assert p.nseg > 2, p  # so that a window of 1 or 2 chains through published carries
+            _check_gradients(case)
 
 
 def test_fold_carry_is_two_launches(monkeypatch):
