@@ -18,6 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import test_numerics
+import triton
+import triton.language as tl
 
 pytestmark = pytest.mark.triton_interpret
 
@@ -167,6 +169,35 @@ def test_fused_split_is_one_launch(window, monkeypatch):
             assert seen == [("gae_kernel", 4, launch.next_pow2(min(window, p.nseg)), (p.row_blocks * p.nseg, 1))]
             assert p.nseg > 2, p  # so that a window of 1 or 2 chains through published carries
             _check_gradients(case)
+
+
+@triton.jit
+def _edge_only(p_flags, src, d, KP: tl.constexpr):
+    """common._nearest_carry with every published carry read as a composite (but the window's edge)."""
+    f = tl.load(p_flags, mask=src >= 0, other=0, volatile=True)
+    f = tl.where(src == -1, 2, tl.minimum(f, 1))
+    near = tl.min(tl.where(f == 2, d, KP + 1), axis=0)
+    return near, (near <= KP) & (tl.min(tl.where(d < near, f, 2), axis=0) >= 1)
+
+
+def test_fused_split_folds_composites(monkeypatch):
+    """PHASE 4's look-back carried through several composites: the interpreter runs programs one
+    at a time, so each finds the carry out of the segment just before it; here the published
+    carries are hidden from the look-back (bar the window's edge), so every program folds every
+    composite before its own, as a GPU program may when its neighbours are still running."""
+    from rlscan_jax._src.triton import launch
+    from rlscan_jax._src.triton.kernels import common
+
+    with _tiny_blocks(monkeypatch, "fused"):
+        monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", 32)
+        monkeypatch.setattr(common, "_nearest_carry", _edge_only)
+        for op in ("gae", "vtrace", "eligibility_traces"):
+            for axis in (0, -1):
+                case = _case(op, cases.MAIN_MODE[op], 37, (3,), axis)
+                p = launch.plan(launch.geometry((37, 3) if axis == 0 else (3, 37), axis % 2))
+                assert 2 < p.nseg <= 32, p  # the window reaches the row's start from every segment
+                inp = case.build()
+                cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
 
 
 def test_fold_carry_is_two_launches(monkeypatch):
