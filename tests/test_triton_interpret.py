@@ -347,6 +347,26 @@ def test_vector_rows_of_16bit_inputs(op, dtype, split, monkeypatch):
         _check_gradients_in(inp, dt, case.id)
 
 
+def test_linear_kernel_vector_cap(monkeypatch):
+    """launch.VEC_BATCH_MAJOR_LINEAR caps linear_kernel's float32 vector width (its forward ops and
+    every backward pass) apart from the other kernels' VEC_BATCH_MAJOR; results unchanged."""
+    from rlscan_jax._src.triton import launch
+
+    _clear_caches()
+    monkeypatch.setattr(launch, "VEC_BATCH_MAJOR", 8)
+    monkeypatch.setattr(launch, "VEC_BATCH_MAJOR_LINEAR", 4)
+    monkeypatch.setattr(launch, "VEC_MIN_BT", 1)
+    seen = _spy_launches(monkeypatch, "VEC")
+    for op in ("gae", "eligibility_traces"):
+        mode = next(m for m in cases.OPS[op].modes if "feat" not in m)  # trailing features: not vectorised
+        case = _case(op, mode, 40, (3,), -1)
+        inp = case.build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+        _check_gradients(case)
+    assert {(name, vec) for name, vec, _ in seen} == {("gae_kernel", 8), ("linear_kernel", 4)}, seen
+    _clear_caches()
+
+
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_float64_kernels(op, x64):
     case = _case(op, cases.MAIN_MODE[op], 37, (3,), 0)
