@@ -222,7 +222,7 @@ FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
 # 4096x1024 time-major (tune_h200.md, run 8) found 5.8 us of its 48.7 there, 16 programs of 256
 # rows at 6 % occupancy; run 9 measured 32 rows at one warp, 32 segments a round, the best or
 # within 2 % of it at every shape for five ops (the whole call 1.0-1.35x faster than 256 rows,
-# 4 warps, 16 segments: most at 4096 steps, least at 512 x 16384).
+# 4 warps, 16 segments: most at rows of 4096 steps, least at 16384 rows of 512).
 CARRY_SEGMENTS = 32
 CARRY_BLOCK_ROWS = 32
 CARRY_WARPS = 1
