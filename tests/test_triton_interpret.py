@@ -157,7 +157,9 @@ def test_fused_split_is_one_launch(window, monkeypatch):
     min(window, segments) of them (rounded up to a power of two); forward and gradients."""
     from rlscan_jax._src.triton import launch
 
-    with _tiny_blocks(monkeypatch, "fused"):
+    # "three-launch" blocks, then the fused split set here (not inside _tiny_blocks' own context,
+    # whose value the test's monkeypatch would otherwise restore after it).
+    with _tiny_blocks(monkeypatch, "three-launch"):
         monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", window)
         seen = _spy_launches(monkeypatch, "PHASE", "KP")
         for axis in (0, -1):
@@ -188,7 +190,9 @@ def test_fused_split_folds_composites(monkeypatch):
     from rlscan_jax._src.triton import launch
     from rlscan_jax._src.triton.kernels import common
 
-    with _tiny_blocks(monkeypatch, "fused"):
+    # "three-launch" blocks, then the fused split set here (not inside _tiny_blocks' own context,
+    # whose value the test's monkeypatch would otherwise restore after it).
+    with _tiny_blocks(monkeypatch, "three-launch"):
         monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", 32)
         monkeypatch.setattr(common, "_nearest_carry", _edge_only)
         for op in ("gae", "vtrace", "eligibility_traces"):
