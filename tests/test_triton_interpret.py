@@ -226,7 +226,8 @@ VEC_CASES = [
 
 @contextlib.contextmanager
 def _vector_rows(monkeypatch):
-    """launch.VEC_BATCH_MAJOR = 4 in blocks of any length; yields the VEC of every kernel launched."""
+    """launch.VEC_BATCH_MAJOR (and linear_kernel's) = 4 in blocks of any length; yields the VEC of
+    every kernel launched."""
     from rlscan_jax._src.triton import launch
 
     seen = []
@@ -239,6 +240,7 @@ def _vector_rows(monkeypatch):
     _clear_caches()
     with monkeypatch.context() as m:
         m.setattr(launch, "VEC_BATCH_MAJOR", 4)
+        m.setattr(launch, "VEC_BATCH_MAJOR_LINEAR", 4)  # linear_kernel's own (its forward ops, every backward)
         m.setattr(launch, "VEC_MIN_BT", 1)  # the small blocks of these shapes
         m.setattr(launch, "call", spy)
         yield seen
