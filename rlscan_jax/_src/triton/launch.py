@@ -252,7 +252,7 @@ COLUMN_MAX_SEGMENTS = 128
 # program walks its segment for the composite, publishes it, takes the carry entering it by a
 # look-back over at most FUSED_SPLIT_WINDOW segments before it (the nearest that has published its
 # carry out, then the composites between), walks the segment again from that carry and publishes
-# its own carry out (common.segment_lookback). Inputs are read twice as in three launches, the
+# its own carry out (common.fused_carry). Inputs are read twice as in three launches, the
 # second time by the same program right after the first (from the L2 where it still holds
 # them), and carry_kernel and two launches go. 0: off. Prepared, not yet measured.
 FUSED_SPLIT_WINDOW = 0
