@@ -45,15 +45,20 @@ def _largest_folds():
     return out
 
 
+# carry_kernel's (rows a block, warps, segments a round): those tune.py's carry mode times, and
+# the long rows' blocks the launcher makes for fewer than 4 rows (launch.carry_blocks), which the
+# recorded calls do not reach.
+CARRY_BLOCKS = ((64, 2, 32), (128, 4, 32), (64, 1, 8), (16, 1, 64), (8, 1, 128), (2, 1, 128), (1, 1, 128), (4, 1, 64))
+
+
 def _carry_blocks():
-    """carry_kernel's recorded variants rebuilt with the narrower blocks tune.py's carry mode times
-    (launch.CARRY_BLOCK_ROWS, CARRY_WARPS; not shipped)."""
+    """carry_kernel's recorded variants rebuilt with the blocks of CARRY_BLOCKS."""
     out = []
     for v in VARIANTS:
         if v.kernel.fn.__name__ != "carry_kernel":
             continue
         c = dict(v.constexprs)
-        for bb, warps, kc in ((32, 1, 16), (64, 2, 16), (32, 1, 32), (64, 1, 8)):
+        for bb, warps, kc in CARRY_BLOCKS:
             flags = tuple(sorted({**c, "BB": bb, "KC": kc}.items()))
             out.append(triton_variants.Variant(v.kernel, v.types, flags, warps))
     assert out
@@ -158,6 +163,31 @@ def test_plan_folds_are_bounded():
                 kp = launch.next_pow2(p.nseg)
                 assert kp * p.BB <= max(b * k for (_, b), k in largest.items()), (shape, p)
                 assert kp <= p.BT // 2, (shape, p)
+
+
+def test_carry_blocks_take_long_rows_in_one_round():
+    """carry_kernel chains up to CARRY_SEGMENTS segments in its blocks of CARRY_BLOCK_ROWS rows, and
+    rows of more segments all at once (up to CARRY_LONG_SEGMENTS) in blocks of CARRY_LONG_BLOCK_ROWS;
+    every (segments, rows) it launches at the benchmark grid's shapes compiles below."""
+    from benchmarks import shapes
+    from rlscan_jax._src.triton import launch
+
+    compiled = {(kc, bb) for bb, _, kc in CARRY_BLOCKS}
+    compiled |= {(dict(v.constexprs)["KC"], dict(v.constexprs)["BB"]) for v in VARIANTS if "KC" in dict(v.constexprs)}
+    assert launch.carry_blocks(16, 4096) == (32, 32) and launch.carry_blocks(32, 1024) == (32, 32)
+    assert launch.carry_blocks(33, 4096) == (64, 4) and launch.carry_blocks(128, 512) == (128, 4)
+    assert launch.carry_blocks(256, 1) == (128, 1) and launch.carry_blocks(4, 3) == (32, 4)
+    seen = set()
+    for n, t in shapes.GRID:
+        for layout in ("time_major", "batch_major"):
+            g = launch.geometry(shapes.shape(n, t, layout), shapes.TIME_AXIS[layout] % 2)
+            p = launch.plan(g)
+            if p.nseg > 1 and not p.lookback:
+                kc, bb = launch.carry_blocks(p.nseg, g.N)
+                assert kc >= min(p.nseg, launch.CARRY_LONG_SEGMENTS) and bb <= launch.next_pow2(g.N)
+                assert (kc, bb) in compiled, (n, t, layout, kc, bb)
+                seen.add((kc, bb))
+    assert (128, 4) in seen and len(seen) > 1, seen
 
 
 def test_column_blocks_give_each_thread_whole_columns():

@@ -46,8 +46,14 @@ TINY = dict(
     LOOKBACK_MAX_ROWS_TIME_MAJOR=1000,
     VECTOR_SPLIT_ELEMS=8,  # vectorisable long rows: three launches in [4, 2] blocks
 )
-COLUMNS = dict(
-    COLUMNS_TIME_MAJOR=4, COLUMN_BT=4, COLUMN_MIN_T=1, COLUMN_MIN_N=1, COLUMN_SEGMENT_CHUNKS=1, CARRY_SEGMENTS=4
+COLUMNS = dict(  # carries of rows of more than 2 segments chained 4 at a time (carry_blocks' long rows)
+    COLUMNS_TIME_MAJOR=4,
+    COLUMN_BT=4,
+    COLUMN_MIN_T=1,
+    COLUMN_MIN_N=1,
+    COLUMN_SEGMENT_CHUNKS=1,
+    CARRY_SEGMENTS=2,
+    CARRY_LONG_SEGMENTS=4,
 )
 
 

@@ -3,7 +3,8 @@
 # Usage: bash tests/gpu_runs/ncu.sh OUTDIR ["OP NxT LAYOUT" ...]
 # Writes OUTDIR/<case>.txt: speed of light, memory workload, launch statistics, occupancy and
 # warp stall reasons of every Triton kernel launch of the case's three calls (clock control off,
-# so the clocks are those the kernels really run at).
+# so the clocks are those the kernels really run at). LAUNCH="NAME=VALUE ..." profiles a plan that is
+# not shipped (ncu_case.py), TAG=name is appended to the file names.
 set -u
 out=${1:?usage: ncu.sh OUTDIR [cases]}
 shift
@@ -16,7 +17,7 @@ cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=("gae 1024x4096 batch_major" "gae 4096x128 time_major" "gae 8x131072 batch_major")
 for c in "${cases[@]}"; do
   read -r op nt layout <<<"$c"
-  name="${op}_${nt}_${layout}"
+  name="${op}_${nt}_${layout}${TAG:+_$TAG}"
   timeout 180 "$ncu" --clock-control none --kernel-name regex:'_kernel$' \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
     --section WarpStateStats python3 tests/gpu_runs/ncu_case.py $op $nt $layout >"$out/$name.txt" 2>&1

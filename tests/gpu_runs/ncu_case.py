@@ -3,8 +3,12 @@
 Usage: python tests/gpu_runs/ncu_case.py OP NxT LAYOUT [DTYPE]
   OP as in benchmarks/shapes.py; LAYOUT time_major or batch_major; DTYPE float32 (default) or
   bfloat16. Prints the launch plan the library chose, so the profile can be read against it.
+  LAUNCH="NAME=VALUE ..." in the environment overrides launch constants first (as the benchmark's
+  --launch), to profile a plan that is not shipped.
 """
 
+import ast
+import os
 import sys
 
 import jax
@@ -14,6 +18,11 @@ from rlscan_jax._src.triton import launch
 
 
 def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
+    for item in os.environ.get("LAUNCH", "").split():
+        name, value = item.split("=", 1)
+        if not hasattr(launch, name):
+            raise ValueError(f"LAUNCH: {name!r} is not a launch constant")
+        setattr(launch, name, ast.literal_eval(value))
     n, t = (int(x) for x in nt.split("x"))
     inputs = shapes.make_inputs(op, n, t, layout, dtype)
     shape = shapes.shape(n, t, layout)

@@ -54,6 +54,19 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((1024, 4096), 1),
     ((512, 4096), 1),
 ]
+
+
+def _carry(rows, warps, segments):
+    """carry_kernel in blocks of `rows` rows at `warps` warps, `segments` a round, at every row."""
+    return dict(
+        CARRY_BLOCK_ROWS=rows,
+        CARRY_WARPS=warps,
+        CARRY_SEGMENTS=segments,
+        CARRY_LONG_BLOCK_ROWS=rows,
+        CARRY_LONG_SEGMENTS=segments,
+    )
+
+
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -110,12 +123,13 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"LOOKBACK_FENCE": False},
     {"LOOKBACK_FENCE": False, "VECTOR_SPLIT_ELEMS": 0},
     {"LOOKBACK_FENCE": False, "LOOKBACK_FOLD": 1000},
-    # carry_kernel's blocks (5.8 us of GAE 4096x1024 time-major at 6 % occupancy, run 8).
-    {"CARRY_BLOCK_ROWS": 32, "CARRY_WARPS": 1},
-    {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 2},
-    {"CARRY_BLOCK_ROWS": 128, "CARRY_WARPS": 4},
-    {"CARRY_BLOCK_ROWS": 32, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 32},
-    {"CARRY_BLOCK_ROWS": 64, "CARRY_WARPS": 1, "CARRY_SEGMENTS": 8},
+    # carry_kernel's blocks (5.8 us of GAE 4096x1024 time-major at 6 % occupancy, run 8), the same
+    # at every number of segments (rows, warps, segments a round; 32, 1, 32 shipped before run 10),
+    # then 64-128 segments in one round trip in narrower blocks (run 10: carry_kernel 8.9 us of
+    # GAE 1024x4096 time-major's 52, four dependent rounds of 32 programs at 2 % occupancy).
+    *(_carry(*c) for c in ((32, 1, 32), (64, 2, 32), (128, 4, 32), (64, 1, 8), (16, 1, 64), (8, 1, 128))),
+    {"CARRY_LONG_BLOCK_ROWS": 8},
+    {"CARRY_LONG_BLOCK_ROWS": 2},
     # ... or no carry_kernel: the two-launch split at the column blocks' 256 columns x 16-128
     # segments, PHASE 2 folding 8 or 4 composites a round.
     {"FOLD_CARRY_ELEMS": 1 << 16, "FOLD_CARRY_ROUND": 2048},
@@ -203,7 +217,7 @@ def _selected(cfg, mode):
         keys = ("VEC_BATCH_MAJOR", "SINGLE_ROW_BATCH_MAJOR", "VECTOR_SPLIT_ELEMS", "FOLD_CARRY_ELEMS")
         return not cfg or any(k in cfg for k in keys)
     if mode == "carry":
-        return not cfg or "CARRY_BLOCK_ROWS" in cfg or "FOLD_CARRY_ELEMS" in cfg
+        return not cfg or any(k.startswith("CARRY_") for k in cfg) or "FOLD_CARRY_ELEMS" in cfg
     if mode == "vec8":
         return not cfg or cfg.get("VEC_BATCH_MAJOR") == 8
     if mode == "fused":
@@ -269,9 +283,7 @@ def main(out, ops_=("gae",), mode=None):
                     launch.vector_width(g, p),
                     -launch.fold_rounds(p)
                     or (
-                        (launch.CARRY_SEGMENTS, launch.CARRY_BLOCK_ROWS, launch.CARRY_WARPS)
-                        if p.nseg > 1 and not p.lookback
-                        else 0
+                        (*launch.carry_blocks(p.nseg, g.N), launch.CARRY_WARPS) if p.nseg > 1 and not p.lookback else 0
                     ),
                     g.layout,
                     p.lookback and launch.LOOKBACK_FENCE,

@@ -226,6 +226,14 @@ FILL_WARPS = 132 * 32  # an H200's SMs at half their 64 resident warps
 CARRY_SEGMENTS = 32
 CARRY_BLOCK_ROWS = 32
 CARRY_WARPS = 1
+# Rows of more segments than CARRY_SEGMENTS: all of them in one round trip, up to
+# CARRY_LONG_SEGMENTS, in blocks of CARRY_LONG_BLOCK_ROWS rows. Nsight Compute on GAE 1024x4096
+# time-major (tune_h200.md, run 10) found carry_kernel 8.9 us of 52 there, 32 programs at 2 %
+# occupancy chaining 128 segments in four dependent rounds; run 10b measured 128 segments a round
+# in blocks of 4 rows the whole call 1.07-1.18x faster at the rows of 128 segments (512 and 1024
+# rows of 4096 steps) for five ops, but 0.88-0.99x at rows of 16 or 32 segments (padding).
+CARRY_LONG_SEGMENTS = 128
+CARRY_LONG_BLOCK_ROWS = 4
 # The two-launch split: where a three-launch split's blocks of BB rows times its segments come to
 # at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
 # (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
@@ -382,6 +390,15 @@ def _plan(
     return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
+def carry_blocks(nseg: int, N: int) -> tuple[int, int]:
+    """carry_kernel's segments a round (KC) and rows a block (BB) for nseg segments of N rows."""
+    if nseg > CARRY_SEGMENTS:
+        kc, rows = min(next_pow2(nseg), CARRY_LONG_SEGMENTS), CARRY_LONG_BLOCK_ROWS
+    else:
+        kc, rows = CARRY_SEGMENTS, CARRY_BLOCK_ROWS
+    return kc, min(next_pow2(N), rows)
+
+
 def fold_rounds(p: Plan) -> int:
     """For a plan split in three launches that the two-launch split takes (FOLD_CARRY_ELEMS): the
     composites PHASE 2 folds a round (KP); else 0."""
@@ -508,7 +525,7 @@ def scan_call(
     else:
         from rlscan_jax._src.triton.kernels.common import carry_kernel
 
-        bb = min(next_pow2(g.N), CARRY_BLOCK_ROWS)
+        kc, bb = carry_blocks(p.nseg, g.N)
         (cin,) = call(
             carry_kernel,
             grid=(cdiv(g.N, bb),),
@@ -519,7 +536,7 @@ def scan_call(
             REVERSE=reverse,
             F64=f64,
             BB=bb,
-            KC=CARRY_SEGMENTS,
+            KC=kc,
         )
     outs = call(
         kernel,
