@@ -1,0 +1,45 @@
+"""The sanitizer sweep's calls that launch given kernel variants: indices for `--only`.
+
+Usage: python tests/gpu_runs/select_calls.py MATCH [MATCH ...]
+  MATCH is a kernel name (carry_kernel) or NAME=VALUE of a launch's constexprs (VEC=8, KC=128);
+  a call is selected when a launch of its forward or gradient matches any one MATCH. Prints the
+  indices into triton_variants.calls() (what sanitize_driver.py --only reads), comma-separated,
+  and on stderr how many calls matched. Traces only (no GPU).
+"""
+
+import ast
+import sys
+
+import jax
+import triton_variants
+
+
+def matches(name: str, constexprs: dict, match: str) -> bool:
+    if "=" not in match:
+        return name == match
+    key, value = match.split("=", 1)
+    return key in constexprs and constexprs[key] == ast.literal_eval(value)
+
+
+def main(patterns: list[str]) -> None:
+    hits = []
+    for i, (inp, args) in enumerate(triton_variants.calls()):
+        found = []
+
+        def on_launch(kernel, grid, a, out_shapes, num_warps, constexprs, found=found):
+            found.append(any(matches(kernel.fn.__name__, constexprs, m) for m in patterns))
+
+        with triton_variants.recording(on_launch):
+            arrays, forward, grad = triton_variants.functions(inp, args, "triton")
+            jax.eval_shape(forward, arrays)
+            jax.eval_shape(grad, arrays)
+        if any(found):
+            hits.append(i)
+    print(",".join(map(str, hits)))
+    print(f"{len(hits)} calls match {' or '.join(patterns)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
