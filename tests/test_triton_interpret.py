@@ -246,7 +246,6 @@ def _vector_rows(monkeypatch):
     _clear_caches()
     with monkeypatch.context() as m:
         m.setattr(launch, "VEC_BATCH_MAJOR", 4)
-        m.setattr(launch, "VEC_BATCH_MAJOR_LINEAR", 4)  # linear_kernel's own (its forward ops, every backward)
         m.setattr(launch, "VEC_MIN_BT", 1)  # the small blocks of these shapes
         m.setattr(launch, "call", spy)
         yield seen
@@ -357,26 +356,6 @@ def test_vector_rows_of_16bit_inputs(op, dtype, split, monkeypatch):
         phase = 0 if split == "one-pass" else 2
         assert (4 if dtype == "f32" else 8, phase) in seen, seen
         _check_gradients_in(inp, dt, case.id)
-
-
-def test_linear_kernel_vector_cap(monkeypatch):
-    """launch.VEC_BATCH_MAJOR_LINEAR caps linear_kernel's float32 vector width (its forward ops and
-    every backward pass) apart from the other kernels' VEC_BATCH_MAJOR; results unchanged."""
-    from rlscan_jax._src.triton import launch
-
-    _clear_caches()
-    monkeypatch.setattr(launch, "VEC_BATCH_MAJOR", 8)
-    monkeypatch.setattr(launch, "VEC_BATCH_MAJOR_LINEAR", 4)
-    monkeypatch.setattr(launch, "VEC_MIN_BT", 1)
-    seen = _spy_launches(monkeypatch, "VEC")
-    for op in ("gae", "eligibility_traces"):
-        mode = next(m for m in cases.OPS[op].modes if "feat" not in m)  # trailing features: not vectorised
-        case = _case(op, mode, 40, (3,), -1)
-        inp = case.build()
-        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-        _check_gradients(case)
-    assert {(name, vec) for name, vec, _ in seen} == {("gae_kernel", 8), ("linear_kernel", 4)}, seen
-    _clear_caches()
 
 
 @pytest.mark.parametrize("op", cases.OP_NAMES)

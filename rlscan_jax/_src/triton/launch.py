@@ -196,11 +196,6 @@ VEC_MIN_BT = 128
 # bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
 # for rows of 512 and 1024; VEC 16 no faster than 8 (Retrace 1.1x slower).
 VEC_BATCH_MAJOR_16BIT = 8
-# VEC_BATCH_MAJOR for linear_kernel's float32 rows (eligibility traces, episodic sums, linear_scan,
-# and every op's backward pass; launchers/linear.py passes it as scan_call's vector_cap). Run 9:
-# 8 steps a thread kept their device time (within 2 %) but cost their in-jit time 1.2-1.33x at
-# rows of 1024 and 4096 steps; VEC_BATCH_MAJOR's 8 until both are measured against 4.
-VEC_BATCH_MAJOR_LINEAR = VEC_BATCH_MAJOR
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
 # ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
@@ -310,19 +305,17 @@ def plan(
     vector_split: int | None = None,
     whole_row_warps: int = 0,
     narrow: bool = False,
-    vector_cap: int | None = None,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
     `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
     `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
-    `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width; `vector_cap`
-    replaces VEC_BATCH_MAJOR.
+    `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
-    vector_split = vector_split if _vector_rows(g, narrow, vector_cap) else 0
+    vector_split = vector_split if _vector_rows(g, narrow) else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
@@ -407,18 +400,17 @@ def fold_rounds(p: Plan) -> int:
     return next_pow2(min(p.nseg, max(1, FOLD_CARRY_ROUND // p.BB)))
 
 
-def vector_width(g: Geometry, p: Plan, narrow: bool = False, cap: int | None = None) -> int:
+def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
-    the look-back (`narrow`: rows of 16-bit inputs; `cap` replaces VEC_BATCH_MAJOR); else 1."""
-    vec = _row_vector(g, narrow, cap)
+    the look-back (`narrow`: rows of 16-bit inputs); else 1."""
+    vec = _row_vector(g, narrow)
     return vec if vec > 1 and not p.lookback and p.BT >= max(VEC_MIN_BT, vec) else 1
 
 
-def _row_vector(g: Geometry, narrow: bool = False, cap: int | None = None) -> int:
-    """The widest power of two from VEC_BATCH_MAJOR (or `cap`; VEC_BATCH_MAJOR_16BIT for `narrow`
-    rows) down to 4 that divides batch-major rows of T steps; 1 where none does (or the cap is
-    under 4)."""
-    vec = VEC_BATCH_MAJOR_16BIT if narrow else (VEC_BATCH_MAJOR if cap is None else cap)
+def _row_vector(g: Geometry, narrow: bool = False) -> int:
+    """The widest power of two from VEC_BATCH_MAJOR (VEC_BATCH_MAJOR_16BIT for `narrow` rows) down
+    to 4 that divides batch-major rows of T steps; 1 where none does (or the cap is under 4)."""
+    vec = VEC_BATCH_MAJOR_16BIT if narrow else VEC_BATCH_MAJOR
     while vec >= 4 and g.T % vec:
         vec //= 2
     return vec if g.layout == 1 and vec >= 4 else 1
@@ -430,9 +422,9 @@ def narrow_rows(g: Geometry, inputs: Sequence[jax.Array]) -> bool:
     return bool(steps) and all(a.dtype.itemsize <= 2 for a in steps)
 
 
-def _vector_rows(g: Geometry, narrow: bool = False, cap: int | None = None) -> bool:
+def _vector_rows(g: Geometry, narrow: bool = False) -> bool:
     """Rows that load as vectors (_row_vector): batch-major, of a multiple of 4 steps."""
-    return _row_vector(g, narrow, cap) > 1
+    return _row_vector(g, narrow) > 1
 
 
 def scan_call(
@@ -448,22 +440,21 @@ def scan_call(
     few_rows_elems: int | None = None,
     vector_split: int | None = None,
     whole_row_warps: int = 0,
-    vector_cap: int | None = None,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
 
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3 and 4's ticket and flags);
-    `flags` are its constexprs besides the layout ones. `few_rows_elems`, `vector_split`,
-    `whole_row_warps` and `vector_cap` go to `plan`.
+    `flags` are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
+    `whole_row_warps` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, vector_cap)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow)
     single = p.nseg == 1 and p.cps == 1 and initial is None
-    vec = vector_width(g, p, narrow, vector_cap)
+    vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(FOLD=False, FENCE=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]

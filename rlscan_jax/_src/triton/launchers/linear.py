@@ -32,7 +32,6 @@ def _forward(inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=No
         reverse=reverse,
         f64=out_dtype == jnp.float64,
         initial=initial,
-        vector_cap=launch.VEC_BATCH_MAJOR_LINEAR,
         REVERSE=reverse,
         HAS_B=b is not None,
         HAS_RESET=reset is not None,
