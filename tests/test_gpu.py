@@ -105,46 +105,6 @@ def test_deterministic(op, T, batch):
         cases.assert_equal(_grads(inp, "triton", weights), first[1])
 
 
-@pytest.mark.parametrize("window", [4, 32])
-@pytest.mark.parametrize("T, batch, axis", ((1024, (4096,), 0), (4096, (512,), 0), (131072, (8,), -1)))
-@pytest.mark.parametrize("op", cases.OP_NAMES)
-def test_fused_split(op, T, batch, axis, window, monkeypatch):
-    """launch.FUSED_SPLIT_WINDOW (PHASE 4, not shipped): where rows split in three launches, the
-    one-launch fused split matches the reference, forward and gradients, and repeated calls are
-    bitwise identical although each program's look-back depth depends on timing."""
-    from rlscan_jax._src.triton import batching, launch, ops
-
-    def clear():  # launch constants are read at trace time
-        jax.clear_caches()
-        batching.launcher.cache_clear()
-        ops._op.cache_clear()
-
-    seen = []
-    call = launch.call
-
-    def spy(kernel, **kwargs):
-        seen.append(kwargs.get("PHASE"))
-        return call(kernel, **kwargs)
-
-    clear()
-    monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", window)
-    monkeypatch.setattr(launch, "call", spy)
-    try:
-        inp = _case(op, cases.MAIN_MODE[op], T, batch, axis).build()
-        rng = np.random.default_rng(cases.seed_of(f"{op}-{T}"))
-        weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
-        out = cases.call(inp, "triton")
-        assert 4 in seen, seen
-        cases.assert_close(out, cases.call(inp, "associative"), np.float32, msg=op)
-        grads = _grads(inp, "triton", weights)
-        cases.assert_close(grads, _grads(inp, "associative", weights), np.float32, msg=op)
-        for _ in range(5):
-            cases.assert_equal(cases.call(inp, "triton"), out)
-        cases.assert_equal(_grads(inp, "triton", weights), grads)
-    finally:
-        clear()
-
-
 def _launches(fn, *args) -> int:
     """Kernel launches in the compiled program (after XLA removed what nothing uses).
 

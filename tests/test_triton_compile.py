@@ -76,33 +76,6 @@ def _vector_variants():
     return out
 
 
-def _fused_variants():
-    """Each kernel's PHASE 2 variants (per layout, VEC and dtype) rebuilt as the fused split's PHASE 4
-    (launch.FUSED_SPLIT_WINDOW, not shipped) at look-backs of 8 and 32 segments, its slots float32
-    and its flags int32 as scan_call allocates them; time-major ones in the column blocks."""
-    from rlscan_jax._src.triton import launch
-
-    p = launch.plan(launch.geometry((4096, 4096), 0))
-    seen, out = set(), []
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        key = (v.kernel.fn.__name__, c.get("LAYOUT"), c.get("VEC"), "*bf16" in v.types)
-        if c.get("PHASE") != 2 or c.get("F64") or key in seen:
-            continue
-        seen.add(key)
-        params = [n for n in v.kernel.arg_names if n not in c]
-        types = list(v.types)
-        types[params.index("p_sh")] = "*fp32"
-        types[params.index("p_sync")] = "*i32"
-        blocks = {"BT": p.BT, "BB": p.BB} if c.get("LAYOUT") == 0 else {}
-        warps = p.num_warps if blocks else v.num_warps
-        for kp in (8, 32):
-            flags = tuple(sorted({**c, **blocks, "PHASE": 4, "KP": kp, "FENCE": True}.items()))
-            out.append(triton_variants.Variant(v.kernel, tuple(types), flags, warps))
-    assert len({v.kernel.fn.__name__ for v in out}) == 5, out
-    return out
-
-
 def _column_blocks():
     """Time-major split-row variants rebuilt as the widest column blocks (launch.COLUMNS_TIME_MAJOR).
 
@@ -210,13 +183,7 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS
-    + _largest_folds()
-    + _vector_variants()
-    + _column_blocks()
-    + _fold_carry_variants()
-    + _carry_blocks()
-    + _fused_variants(),
+    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants() + _carry_blocks(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

@@ -18,8 +18,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import test_numerics
-import triton
-import triton.language as tl
 
 pytestmark = pytest.mark.triton_interpret
 
@@ -34,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "fused"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -75,8 +73,6 @@ def _tiny_blocks(monkeypatch, split):
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
-    "fused": the fused split (launch.FUSED_SPLIT_WINDOW, PHASE 4) with a look-back over at most 2
-    segments, so that most carries come through carries other programs published.
     """
     from rlscan_jax._src.triton import launch
 
@@ -91,8 +87,6 @@ def _tiny_blocks(monkeypatch, split):
         if split == "fold-carry":
             m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
-        if split == "fused":
-            m.setattr(launch, "FUSED_SPLIT_WINDOW", 2)
         yield
     _clear_caches()
 
@@ -155,59 +149,6 @@ def test_column_blocks_chain_carries_in_rounds(monkeypatch):
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
     assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
-
-
-@pytest.mark.parametrize("window", [1, 2, 16])
-def test_fused_split_is_one_launch(window, monkeypatch):
-    """The "fused" split launches PHASE 4 alone, one program a segment, with a look-back over
-    min(window, segments) of them (rounded up to a power of two); forward and gradients."""
-    from rlscan_jax._src.triton import launch
-
-    # "three-launch" blocks, then the fused split set here (not inside _tiny_blocks' own context,
-    # whose value the test's monkeypatch would otherwise restore after it).
-    with _tiny_blocks(monkeypatch, "three-launch"):
-        monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", window)
-        seen = _spy_launches(monkeypatch, "PHASE", "KP")
-        for axis in (0, -1):
-            seen.clear()
-            case = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis)
-            inp = case.build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
-            p = launch.plan(launch.geometry((37, 3) if axis == 0 else (3, 37), axis % 2))
-            assert seen == [("gae_kernel", 4, launch.next_pow2(min(window, p.nseg)), (p.row_blocks * p.nseg, 1))]
-            assert p.nseg > 2, p  # so that a window of 1 or 2 chains through published carries
-            _check_gradients(case)
-
-
-@triton.jit
-def _edge_only(p_flags, src, d, KP: tl.constexpr):
-    """common._nearest_carry with every published carry read as a composite (but the window's edge)."""
-    f = tl.load(p_flags, mask=src >= 0, other=0, volatile=True)
-    f = tl.where(src == -1, 2, tl.minimum(f, 1))
-    near = tl.min(tl.where(f == 2, d, KP + 1), axis=0)
-    return near, (near <= KP) & (tl.min(tl.where(d < near, f, 2), axis=0) >= 1)
-
-
-def test_fused_split_folds_composites(monkeypatch):
-    """PHASE 4's look-back carried through several composites: the interpreter runs programs one
-    at a time, so each finds the carry out of the segment just before it; here the published
-    carries are hidden from the look-back (bar the window's edge), so every program folds every
-    composite before its own, as a GPU program may when its neighbours are still running."""
-    from rlscan_jax._src.triton import launch
-    from rlscan_jax._src.triton.kernels import common
-
-    # "three-launch" blocks, then the fused split set here (not inside _tiny_blocks' own context,
-    # whose value the test's monkeypatch would otherwise restore after it).
-    with _tiny_blocks(monkeypatch, "three-launch"):
-        monkeypatch.setattr(launch, "FUSED_SPLIT_WINDOW", 32)
-        monkeypatch.setattr(common, "_nearest_carry", _edge_only)
-        for op in ("gae", "vtrace", "eligibility_traces"):
-            for axis in (0, -1):
-                case = _case(op, cases.MAIN_MODE[op], 37, (3,), axis)
-                p = launch.plan(launch.geometry((37, 3) if axis == 0 else (3, 37), axis % 2))
-                assert 2 < p.nseg <= 32, p  # the window reaches the row's start from every segment
-                inp = case.build()
-                cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
 
 
 def test_fold_carry_is_two_launches(monkeypatch):

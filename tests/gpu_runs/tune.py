@@ -1,13 +1,12 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|fused]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
 plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
-vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; fused: the rows
-that split in three launches, and FUSED_SPLIT_WINDOW's configurations).
+vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -138,14 +137,8 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # VEC_BATCH_MAJOR_16BIT, one 16-byte load), in the blocks of VEC_MIN_BT steps or more.
     {"VEC_BATCH_MAJOR": 8},
     {"VEC_BATCH_MAJOR": 8, "VECTOR_SPLIT_ELEMS": 8192},
-    # The fused split (PHASE 4, prepared in the tenth session): one launch, each program walking its
-    # segment twice around a look-back over at most FUSED_SPLIT_WINDOW segments.
-    {"FUSED_SPLIT_WINDOW": 8},
-    {"FUSED_SPLIT_WINDOW": 32},
-    {"FUSED_SPLIT_WINDOW": 32, "COLUMN_SEGMENT_CHUNKS": 4},
-    {"FUSED_SPLIT_WINDOW": 32, "COLUMN_SEGMENT_CHUNKS": 16},
-    {"FUSED_SPLIT_WINDOW": 32, "COLUMN_TARGET_PROGRAMS": 1056},
-    {"FUSED_SPLIT_WINDOW": 32, "VECTOR_SPLIT_ELEMS": 2048},
+    # The fused split (PHASE 4; tune run 10a: 1.2-4.7x slower than the three-launch split) and its
+    # configurations are in commit c6e7eb5.
 ]
 
 
@@ -220,8 +213,6 @@ def _selected(cfg, mode):
         return not cfg or any(k.startswith("CARRY_") for k in cfg) or "FOLD_CARRY_ELEMS" in cfg
     if mode == "vec8":
         return not cfg or cfg.get("VEC_BATCH_MAJOR") == 8
-    if mode == "fused":
-        return not cfg or "FUSED_SPLIT_WINDOW" in cfg
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -237,8 +228,6 @@ def _shape_selected(shape, axis, mode):
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     if mode == "vec8":
         return axis == 1 and shape[1] % 8 == 0 and shape[1] >= 128
-    if mode == "fused":  # where rows split in three launches: time-major 256+ steps, long batch-major rows
-        return (axis == 0 and len(shape) > 1 and shape[0] >= 256) or (len(shape) == 1 or shape[-1] >= 131072)
     return True
 
 
@@ -287,7 +276,6 @@ def main(out, ops_=("gae",), mode=None):
                     ),
                     g.layout,
                     p.lookback and launch.LOOKBACK_FENCE,
-                    launch.FUSED_SPLIT_WINDOW,
                 )
                 if p in seen:
                     continue
@@ -307,11 +295,11 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout, fence, fused), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout, fence), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
-                plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout, "FENCE": fence, "FUSED": fused}
+                plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout, "FENCE": fence}
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )

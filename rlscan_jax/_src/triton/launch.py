@@ -251,14 +251,6 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 128
-# The fused split (PHASE 4, one launch): where a row would take the three-launch split, each
-# program walks its segment for the composite, publishes it, takes the carry entering it by a
-# look-back over at most FUSED_SPLIT_WINDOW segments before it (the nearest that has published its
-# carry out, then the composites between), walks the segment again from that carry and publishes
-# its own carry out (common.fused_carry). Inputs are read twice as in three launches, the
-# second time by the same program right after the first (from the L2 where it still holds
-# them), and carry_kernel and two launches go. 0: off. Prepared, not yet measured.
-FUSED_SPLIT_WINDOW = 0
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -445,8 +437,8 @@ def scan_call(
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
 
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
-    the two segment-summary outputs and the sync buffer (PHASE 3 and 4's ticket and flags);
-    `flags` are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
+    the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
+    are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
     `whole_row_warps` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
@@ -486,18 +478,6 @@ def scan_call(
         return outs[: len(outputs)]
     seg = (p.nseg * g.N,)
     kp = fold_rounds(p)
-    if FUSED_SPLIT_WINDOW and not kp:  # one launch: PHASE 4 (slots: composites' h, b, carries out)
-        tiles = p.row_blocks * p.nseg
-        outs = call(
-            kernel,
-            grid=(tiles, 1),
-            args=[*inputs, inputs[0], *sizes],
-            out_shapes=[*outputs, out((3 * tiles * p.BB,), acc), placeholder(), out((1 + tiles,), jnp.int32)],
-            zeroed=(len(outputs) + 2,),
-            PHASE=4,
-            **{**meta, "KP": next_pow2(min(p.nseg, FUSED_SPLIT_WINDOW)), "FENCE": LOOKBACK_FENCE},
-        )
-        return outs[: len(outputs)]
     if kp:  # two launches: PHASE 1 writes the composites as one [2, nseg, N] buffer, PHASE 2 folds them
         meta.update(FOLD=True, KP=kp)
         summaries = [out((2 * p.nseg * g.N,), acc), placeholder()]

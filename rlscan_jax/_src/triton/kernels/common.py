@@ -19,9 +19,6 @@ ways:
 - PHASE 1 writes each segment's composite (h, b), `carry_kernel` chains them into each
   segment's incoming carry, and PHASE 2 rescans each segment from that carry (three launches;
   used where a row has too many chunks for PHASE 3's fold).
-- PHASE 4 (launch.FUSED_SPLIT_WINDOW, off) does the three launches' work in one: a program per
-  segment, tickets in scan order, walks its segment as PHASE 1, takes its carry by a look-back of
-  variable depth over the segments before it (`fused_carry`), and walks it again as PHASE 2.
 
 The carry entering a segment maps to the state h at each position as
     h_t = A_t + B_t · carry
@@ -50,13 +47,10 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr, CPS=1):
-    """(row block, segment) of this program; PHASE 3 and 4 take a ticket, handed out in scan order."""
-    if PHASE == 3 or PHASE == 4:
-        if PHASE == 3:
-            nseg = tl.cdiv(T, BT)
-        else:
-            nseg = segments(T, BT, CPS)
+def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
+    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
+    if PHASE == 3:
+        nseg = tl.cdiv(T, BT)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
         i_b = ticket // nseg
         k = ticket % nseg
@@ -282,13 +276,12 @@ def _fold_segments(p_sum, i_s, o_n, N, nseg, x, F64: tl.constexpr, REVERSE: tl.c
 def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
     """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map.
 
-    PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged. PHASE 4
-    carries the composite in both walks (the second has no use for cb, and the same code serves).
+    PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged.
     """
     if PHASE == 3:
         return ch, cb
     else:
-        if PHASE == 1 or PHASE == 4:
+        if PHASE == 1:
             b_e = row(B, o_t, t_exit)
             cb = tl.where(b_e == 0.0, 0.0, b_e * cb)
         return row(h, o_t, t_exit), cb
@@ -364,110 +357,6 @@ def lookback(
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
     return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def _carry_through(a, b, x):
-    """The state x [BB] carried through one segment's composite (a, b): PHASE 4's one formula for
-    both the fold and the published carry, so that both round alike."""
-    return a + tl.where(b == 0.0, 0.0, b * x)
-
-
-@triton.jit
-def _nearest_carry(p_flags, src, d, KP: tl.constexpr):
-    """From the flags of the KP segments before (distance d, segment src): the distance to the
-    nearest that has published its carry out (the window's edge, src = -1, counts), and whether it
-    and every segment nearer have published at least their composites."""
-    f = tl.load(p_flags, mask=src >= 0, other=0, volatile=True)
-    f = tl.where(src == -1, 2, f)
-    near = tl.min(tl.where(f == 2, d, KP + 1), axis=0)
-    return near, (near <= KP) & (tl.min(tl.where(d < near, f, 2), axis=0) >= 1)
-
-
-@triton.jit
-def fused_carry(
-    it,
-    ch,
-    cb,
-    o_n,
-    N,
-    T,
-    i_b,
-    i_s,
-    CPS,
-    p_slots,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    BT: tl.constexpr,
-    KP: tl.constexpr,
-    FENCE: tl.constexpr = False,
-):
-    """PHASE 4 at step it: (ch, cb) unchanged, but at the start of the second walk (it = CPS), where
-    the segment's composite (ch, cb) gives way to (the carry [BB] entering segment i_s, 1), from
-    the segments before it in scan order.
-
-    The segment's composite (ch, cb), walked with nothing entering, is published at its slot with
-    flag 1. The program then reads the flags of the KP segments before it and waits until one of
-    them has published its carry out (flag 2; the window's edge counts as one, its carry the
-    initial value) and every segment between that one and its own has published its composite.
-    It carries that carry through those composites one at a time, in scan order, publishes its own
-    carry out (flag 2) and returns the carry in. Every carry is so the sequential chain of the
-    segments' composites from the window's edge, whichever published carry a program started from:
-    the result does not depend on timing (bitwise deterministic). A program waits only on tickets
-    taken before its own, by programs already running, so the wait always ends.
-
-    p_slots holds three [row blocks · segments, BB] arrays: composites' h, their b, carries out.
-    """
-    BB: tl.constexpr = ch.shape[0]
-    if it == CPS:
-        nseg = segments(T, BT, CPS)
-        if REVERSE:
-            q = nseg - 1 - i_s  # position in scan order
-        else:
-            q = i_s
-        base = i_b.to(tl.int64) * nseg
-        stride = tl.cdiv(N, BB).to(tl.int64) * nseg * BB
-        o_r = tl.arange(0, BB)
-        tl.store(p_slots + (base + q) * BB + o_r, ch.to(p_slots.dtype.element_ty))
-        tl.store(p_slots + stride + (base + q) * BB + o_r, cb.to(p_slots.dtype.element_ty))
-        tl.debug_barrier()  # every thread's composite is written before the flag goes up
-        tl.atomic_xchg(p_sync + 1 + base + q, 1, sem="release", scope="gpu")
-        x0 = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
-        if HAS_INITIAL:
-            x0 = load(p_init, o_n, o_n < N, F64)
-        d = 1 + tl.arange(0, KP)  # distance back, in segments
-        src = q - d
-        p_flags = p_sync + 1 + base + src
-        # Scalars carried, not the flag block (triton 3.6 fails to compile a loop carrying a block).
-        near, ready = _nearest_carry(p_flags, src, d, KP)
-        while not ready:
-            near, ready = _nearest_carry(p_flags, src, d, KP)
-        if FENCE:
-            tl.inline_asm_elementwise("fence.acq_rel.gpu;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
-        else:
-            tl.atomic_add(p_flags, 0, mask=(src >= 0) & (d <= near), sem="acquire", scope="gpu")
-        tl.debug_barrier()  # every thread's reads below come after the acquires
-        # Masks as [BB] comparisons (the interpreter gives a block & a reduced scalar an int dtype).
-        gap = o_r * 0 + near
-        # volatile: read through to L2 (a line cached in L1 may predate the flag)
-        m = gap <= q
-        x = tl.where(m, load(p_slots + 2 * stride + (base + q - near) * BB, o_r, m, F64, volatile=True), x0)
-        for j in tl.static_range(KP):  # the segments between, farthest first (scan order)
-            use = gap > KP - j
-            off = (base + q - (KP - j)) * BB
-            a = load(p_slots + off, o_r, use, F64, volatile=True)
-            b = load(p_slots + stride + off, o_r, use, F64, volatile=True)
-            x = tl.where(use, _carry_through(a, b, x), x)
-        out = _carry_through(ch, cb, x)
-        tl.store(p_slots + 2 * stride + (base + q) * BB + o_r, out.to(p_slots.dtype.element_ty))
-        tl.debug_barrier()  # every thread's carry out is written before the flag goes up
-        tl.atomic_xchg(p_sync + 1 + base + q, 2, sem="release", scope="gpu")
-        ch = x
-        cb = tl.zeros_like(x) + 1.0  # not x · 0 + 1: a NaN carry must not leak into cb
-    return ch, cb
 
 
 @triton.jit

@@ -55,15 +55,10 @@ def linear_kernel(
     FENCE: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
-    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT, CPS)
+    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
-    for it in range(2 * CPS if PHASE == 4 else CPS):  # PHASE 4 walks its segment twice
-        k = it % CPS if PHASE == 4 else it
-        if PHASE == 4:  # the composite walked: the carry entering the segment, for the second walk
-            ch, cb = common.fused_carry(
-                it, ch, cb, o_n, N, T, i_b, i_s, CPS, p_sh, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP, FENCE
-            )
+    for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
@@ -90,11 +85,7 @@ def linear_kernel(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
-        if PHASE == 4:
-            late = it >= CPS
-        else:
-            late = PHASE != 1
-        if late:
+        if PHASE != 1:
             common.store(p_h, off, h, m)
         if not SINGLE:
             ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)

@@ -52,15 +52,10 @@ def vtrace_kernel(
     FOLD: tl.constexpr,
     FENCE: tl.constexpr,
 ):
-    i_b, i_s = common.program(p_sync, T, PHASE, True, BT, CPS)
+    i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
-    for it in range(2 * CPS if PHASE == 4 else CPS):  # PHASE 4 walks its segment twice
-        k = it % CPS if PHASE == 4 else it
-        if PHASE == 4:  # the composite walked: the carry entering the segment, for the second walk
-            ch, cb = common.fused_carry(
-                it, ch, cb, o_n, N, T, i_b, i_s, CPS, p_sh, p_sync, p_cin, False, True, F64, BT, KP, FENCE
-            )
+    for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
@@ -95,11 +90,7 @@ def vtrace_kernel(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
-        if PHASE == 4:
-            late = it >= CPS
-        else:
-            late = PHASE != 1
-        if late:
+        if PHASE != 1:
             b_vs = b_v + h
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
             shift = (b_vs, b_v1 + ch[None, :], t_end & False)
