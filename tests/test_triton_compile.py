@@ -47,8 +47,11 @@ def _largest_folds():
 
 # carry_kernel's (rows a block, warps, segments a round): those tune.py's carry mode times, and
 # the long rows' blocks the launcher makes for fewer than 4 rows (launch.carry_blocks), which the
-# recorded calls do not reach.
-CARRY_BLOCKS = ((64, 2, 32), (128, 4, 32), (64, 1, 8), (16, 1, 64), (8, 1, 128), (2, 1, 128), (1, 1, 128), (4, 1, 64))
+# recorded calls do not reach, and the 256-512 segments a round of tune.py's segments mode.
+CARRY_BLOCKS = (
+    *((64, 2, 32), (128, 4, 32), (64, 1, 8), (16, 1, 64), (8, 1, 128), (2, 1, 128), (1, 1, 128), (4, 1, 64)),
+    *((4, 1, 256), (2, 1, 256), (1, 1, 512)),
+)
 
 
 def _carry_blocks():

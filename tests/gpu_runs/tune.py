@@ -1,12 +1,13 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
 plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
-vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8).
+vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; segments: the rows
+that split in three launches, and the configurations of more segments a row (SEGMENTS)).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -64,6 +65,24 @@ def _carry(rows, warps, segments):
         CARRY_LONG_BLOCK_ROWS=rows,
         CARRY_LONG_SEGMENTS=segments,
     )
+
+
+SEGMENTS = [
+    # More segments a row, now that carry_kernel chains up to CARRY_LONG_SEGMENTS of them in one
+    # round trip (run 10b): the column blocks' segment counts were tuned (runs 5-6) when every
+    # 16 segments cost carry_kernel another round. Nsight Compute on GAE 1024x4096 time-major
+    # (run 10): PHASE 1 and 2 at 0.65 and 0.48 waves, 47 % achieved occupancy.
+    {"COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"COLUMN_TARGET_PROGRAMS": 1056},
+    {"COLUMN_TARGET_PROGRAMS": 1056, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"COLUMN_TARGET_PROGRAMS": 2112, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"COLUMN_SEGMENT_CHUNKS": 4, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256, "CARRY_LONG_BLOCK_ROWS": 2},
+    # ... and the vectorised split of long batch-major rows in smaller blocks (2 x the segments).
+    {"CARRY_LONG_SEGMENTS": 256},
+    {"VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 256},
+    {"VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 512, "CARRY_LONG_BLOCK_ROWS": 1},
+]  # tune.py's segments mode
 
 
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
@@ -139,6 +158,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     {"VEC_BATCH_MAJOR": 8, "VECTOR_SPLIT_ELEMS": 8192},
     # The fused split (PHASE 4; tune run 10a: 1.2-4.7x slower than the three-launch split) and its
     # configurations are in commit c6e7eb5.
+    *SEGMENTS,
 ]
 
 
@@ -213,6 +233,8 @@ def _selected(cfg, mode):
         return not cfg or any(k.startswith("CARRY_") for k in cfg) or "FOLD_CARRY_ELEMS" in cfg
     if mode == "vec8":
         return not cfg or cfg.get("VEC_BATCH_MAJOR") == 8
+    if mode == "segments":
+        return not cfg or cfg in SEGMENTS
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -228,6 +250,8 @@ def _shape_selected(shape, axis, mode):
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     if mode == "vec8":
         return axis == 1 and shape[1] % 8 == 0 and shape[1] >= 128
+    if mode == "segments":  # the rows that split in three launches: time-major 256+ steps, long rows
+        return (time_major and shape[0] >= 256) or len(shape) == 1 or shape[-1] >= 131072
     return True
 
 
