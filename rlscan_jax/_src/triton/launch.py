@@ -401,7 +401,7 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
 
 def _row_vector(g: Geometry, narrow: bool = False) -> int:
     """The widest power of two from VEC_BATCH_MAJOR (VEC_BATCH_MAJOR_16BIT for `narrow` rows) down
-    to 4 that divides batch-major rows of T steps; 1 where none does (or the cap is under 4)."""
+    to 4 that divides batch-major rows of T steps; 1 where none does."""
     vec = VEC_BATCH_MAJOR_16BIT if narrow else VEC_BATCH_MAJOR
     while vec >= 4 and g.T % vec:
         vec //= 2
