@@ -160,6 +160,13 @@ def functions(inp: cases.Inputs, args: dict, implementation: str):
     return arrays, forward, grad
 
 
+def trace(inp: cases.Inputs, args: dict) -> None:
+    """Traces one call's forward and gradient on "triton" (under `recording`: nothing runs)."""
+    arrays, forward, grad = functions(inp, args, "triton")
+    jax.eval_shape(forward, arrays)
+    jax.eval_shape(grad, arrays)
+
+
 def record() -> list[Variant]:
     found: dict[tuple, Variant] = {}
 
@@ -171,7 +178,5 @@ def record() -> list[Variant]:
 
     with recording(on_launch):
         for inp, args in calls():
-            arrays, forward, grad = functions(inp, args, "triton")
-            jax.eval_shape(forward, arrays)
-            jax.eval_shape(grad, arrays)
+            trace(inp, args)
     return list(found.values())

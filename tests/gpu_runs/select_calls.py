@@ -10,7 +10,6 @@ Usage: python tests/gpu_runs/select_calls.py MATCH [MATCH ...]
 import ast
 import sys
 
-import jax
 import triton_variants
 
 
@@ -23,16 +22,15 @@ def matches(name: str, constexprs: dict, match: str) -> bool:
 
 def main(patterns: list[str]) -> None:
     hits = []
+    found = []  # the call being traced: whether each of its launches matched
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        found.append(any(matches(kernel.fn.__name__, constexprs, m) for m in patterns))
+
     for i, (inp, args) in enumerate(triton_variants.calls()):
-        found = []
-
-        def on_launch(kernel, grid, a, out_shapes, num_warps, constexprs, found=found):
-            found.append(any(matches(kernel.fn.__name__, constexprs, m) for m in patterns))
-
-        with triton_variants.recording(on_launch):
-            arrays, forward, grad = triton_variants.functions(inp, args, "triton")
-            jax.eval_shape(forward, arrays)
-            jax.eval_shape(grad, arrays)
+        found.clear()
+        with triton_variants.recording(on_launch):  # caches cleared: every launch traced again
+            triton_variants.trace(inp, args)
         if any(found):
             hits.append(i)
     print(",".join(map(str, hits)))
