@@ -183,10 +183,36 @@ def test_column_blocks_give_each_thread_whole_columns():
         assert p.BB < 32 * p.num_warps, (shape, p)
     assert seen
 
+def _l2_order_variants():
+    """Every float32 PHASE 1 variant rebuilt walking back (launch.SUMMARY_WALK_BACK) and PHASE 2
+    variant with streaming stores (STREAM_STORES), both off; time-major ones also as the widest
+    column blocks."""
+    from rlscan_jax._src.triton import launch
+
+    col = launch.plan(launch.geometry((4096, 4096), 0))
+    out = []
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("PHASE") not in (1, 2) or "*bf16" in v.types:
+            continue
+        flag = {"WALK_BACK": True} if c["PHASE"] == 1 else {"STREAM": True}
+        out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted({**c, **flag}.items())), v.num_warps))
+        if c.get("LAYOUT") == 0:
+            flags = {**c, **flag, "BT": col.BT, "BB": col.BB}
+            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), col.num_warps))
+    assert {dict(v.constexprs)["PHASE"] for v in out} == {1, 2}
+    return out
+
 
 @pytest.mark.parametrize(
     "variant",
-    VARIANTS + _largest_folds() + _vector_variants() + _column_blocks() + _fold_carry_variants() + _carry_blocks(),
+    VARIANTS
+    + _largest_folds()
+    + _vector_variants()
+    + _column_blocks()
+    + _fold_carry_variants()
+    + _carry_blocks()
+    + _l2_order_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

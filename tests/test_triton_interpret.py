@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "walk-back"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -73,6 +73,9 @@ def _tiny_blocks(monkeypatch, split):
     launches whose carries are chained a few segments at a time (T = 37: 10 segments, 4 at a time).
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
+    "walk-back": the three-launch split in segments of 4 chunks (T = 37: 3 segments, the last one
+    of 2 chunks and 2 past the row's end), PHASE 1 walking them against scan order
+    (launch.SUMMARY_WALK_BACK) and PHASE 2 storing with streaming stores (STREAM_STORES).
     """
     from rlscan_jax._src.triton import launch
 
@@ -87,6 +90,10 @@ def _tiny_blocks(monkeypatch, split):
         if split == "fold-carry":
             m.setattr(launch, "FOLD_CARRY_ELEMS", 1000)
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
+        if split == "walk-back":
+            m.setattr(launch, "TARGET_PROGRAMS", 6)  # with 2 blocks of rows: 3 segments of 4 chunks
+            m.setattr(launch, "SUMMARY_WALK_BACK", True)
+            m.setattr(launch, "STREAM_STORES", True)
         yield
     _clear_caches()
 
@@ -163,6 +170,23 @@ def test_fold_carry_is_two_launches(monkeypatch):
             # FOLD_CARRY_ROUND // BB composites a round (time-major blocks of 4 rows: 1; batch-major: 2)
             assert seen[0][3] == seen[1][3] == (1 if axis == 0 else 2), seen
             assert seen[0][4] == seen[1][4] and seen[0][4][1] > 4, seen  # segments split across programs
+
+
+def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
+    """The "walk-back" split: PHASE 1 walks back over segments of 4 chunks, PHASE 2 streams its
+    stores, and neither flag reaches another launch."""
+    with _tiny_blocks(monkeypatch, "walk-back"):
+        seen = _spy_launches(monkeypatch, "PHASE", "WALK_BACK", "STREAM")
+        for axis in (0, -1):
+            seen.clear()
+            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+            phases = [s[:4] for s in seen]
+            assert phases == [("gae_kernel", 1, True, False), ("carry_kernel", None, None, None),
+                              ("gae_kernel", 2, False, True)], seen
+            # time-major: 1 block of 4 rows, 19 chunks of 2 steps in 5 segments of 4 chunks (the last
+            # one past the row's end); batch-major: 2 blocks of 2 rows, 10 chunks of 4 in 3 segments
+            assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

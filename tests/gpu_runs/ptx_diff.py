@@ -41,7 +41,8 @@ def stable_name(name: str) -> str:
     VEC=1 (no vector hint; the flag came with 396ec57) and WINDOWED=False (the look-back's fold
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
-    FENCE=False (the look-back's acquire RMWs, as before the flag).
+    FENCE=False (the look-back's acquire RMWs, as before the flag), WALK_BACK=False and
+    STREAM=False (PHASE 1 in scan order and plain stores, as before those flags).
     """
     return (
         name.replace(",VEC=1,", ",")
@@ -49,6 +50,8 @@ def stable_name(name: str) -> str:
         .replace(",WINDOWED=False", "")
         .replace(",FOLD=False", "")
         .replace(",FENCE=False", "")
+        .replace(",STREAM=False", "")
+        .replace(",WALK_BACK=False", "")
     )
 
 

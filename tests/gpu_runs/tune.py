@@ -82,6 +82,13 @@ SEGMENTS = [
     {"CARRY_LONG_SEGMENTS": 256},
     {"VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 256},
     {"VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 512, "CARRY_LONG_BLOCK_ROWS": 1},
+    # The second read of the three-launch split from the L2: PHASE 1 walking each segment against
+    # scan order (its last reads are PHASE 2's first), PHASE 2's outputs in streaming stores.
+    {"SUMMARY_WALK_BACK": True},
+    {"STREAM_STORES": True},
+    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True},
+    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_SEGMENT_CHUNKS": 16, "COLUMN_TARGET_PROGRAMS": 264},
 ]  # tune.py's segments mode
 
 
@@ -288,6 +295,7 @@ def main(out, ops_=("gae",), mode=None):
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
+                split = p.nseg > 1 and not p.lookback  # PHASE 1 and 2
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
                 # two-launch split, folding -KC composites a round; else carry_kernel's segments
                 # a round, rows a block and warps)
@@ -300,6 +308,8 @@ def main(out, ops_=("gae",), mode=None):
                     ),
                     g.layout,
                     p.lookback and launch.LOOKBACK_FENCE,
+                    split and launch.SUMMARY_WALK_BACK and p.cps > 1,
+                    split and launch.STREAM_STORES,
                 )
                 if p in seen:
                     continue
@@ -319,11 +329,12 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout, fence), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout, fence, back, stream), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
                 plan = {**p._asdict(), "VEC": vec, "KC": kc, "LAYOUT": layout, "FENCE": fence}
+                plan.update(WALK_BACK=back, STREAM=stream)
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
                 )

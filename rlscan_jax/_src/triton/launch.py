@@ -236,6 +236,14 @@ CARRY_LONG_BLOCK_ROWS = 4
 # rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
 FOLD_CARRY_ELEMS = 0
 FOLD_CARRY_ROUND = 256
+# The three-launch split reads its inputs twice, and a row block's inputs at 4M elements (40 MB for
+# GAE) come close to an H200's 50 MB L2. With SUMMARY_WALK_BACK, PHASE 1 walks each segment's
+# chunks against scan order, so the chunks it reads last are a segment's first, which PHASE 2 reads
+# first; with STREAM_STORES, PHASE 2 writes its outputs with streaming stores (st.global.cs, first
+# out of the L2), so they do not push those inputs out before PHASE 2 reads them. Prepared, not
+# yet measured (tests/gpu_runs/tune.py's L2 configurations).
+SUMMARY_WALK_BACK = False
+STREAM_STORES = False
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
@@ -448,7 +456,7 @@ def scan_call(
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
-    meta.update(FOLD=False, FENCE=False, num_warps=p.num_warps, **flags)
+    meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
@@ -489,7 +497,7 @@ def scan_call(
         args=[*inputs, inputs[0], *sizes],
         out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
-        **meta,
+        **{**meta, "WALK_BACK": SUMMARY_WALK_BACK},
     )[len(outputs) : len(outputs) + 2]
     if kp:
         cin = summary[0]
@@ -515,7 +523,7 @@ def scan_call(
         args=[*inputs, cin, *sizes],
         out_shapes=[*outputs, *[placeholder()] * 3],
         PHASE=2,
-        **meta,
+        **{**meta, "STREAM": STREAM_STORES},
     )
     return outs[: len(outputs)]
 

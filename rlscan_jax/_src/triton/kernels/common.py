@@ -63,8 +63,13 @@ def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.conste
 
 
 @triton.jit
-def chunk_index(i_s, k, CPS, REVERSE: tl.constexpr):
-    """The chunk that segment i_s processes at its k-th step, in scan order."""
+def chunk_index(i_s, k, CPS, REVERSE: tl.constexpr, PHASE: tl.constexpr = 0, BACK: tl.constexpr = False):
+    """The chunk that segment i_s processes at its k-th step: in scan order, or (PHASE 1 with BACK,
+    launch.SUMMARY_WALK_BACK) against it, so that the chunks PHASE 1 reads last are the ones PHASE 2
+    reads first, and may still be in the L2 (`advance` composes the chunks in that order)."""
+    if PHASE == 1:
+        if BACK:
+            k = CPS - 1 - k
     if REVERSE:
         return (i_s + 1) * CPS - 1 - k
     else:
@@ -273,13 +278,18 @@ def _fold_segments(p_sum, i_s, o_n, N, nseg, x, F64: tl.constexpr, REVERSE: tl.c
 
 
 @triton.jit
-def advance(h, B, ch, cb, o_t, t_exit, PHASE: tl.constexpr):
+def advance(A, B, h, ch, cb, o_t, t_exit, PHASE: tl.constexpr, BACK: tl.constexpr = False):
     """The carry after a chunk: the state at its exit row, and (PHASE 1) the composite map.
 
-    PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged.
+    PHASE 3 programs scan one chunk and hand nothing on: the carry is returned unchanged. PHASE 1
+    with BACK walks the segment against scan order (`chunk_index`): (ch, cb) is then the composite
+    of the chunks after this one in scan order, and the chunk's own (A, B at its exit row) goes
+    before it.
     """
     if PHASE == 3:
         return ch, cb
+    elif PHASE == 1 and BACK:
+        return combine(row(A, o_t, t_exit), row(B, o_t, t_exit), ch, cb)
     else:
         if PHASE == 1:
             b_e = row(B, o_t, t_exit)
@@ -384,8 +394,13 @@ def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD: tl.constexpr = False, T
 
 
 @triton.jit
-def store(p, off, x, m):
-    tl.store(p + off, x.to(p.dtype.element_ty), mask=m)
+def store(p, off, x, m, STREAM: tl.constexpr = False):
+    """STREAM (PHASE 2, launch.STREAM_STORES): a streaming store (st.global.cs), first to leave the
+    L2, so the outputs do not push out the inputs that PHASE 1 left there for PHASE 2."""
+    if STREAM:
+        tl.store(p + off, x.to(p.dtype.element_ty), mask=m, cache_modifier=".cs")
+    else:
+        tl.store(p + off, x.to(p.dtype.element_ty), mask=m)
 
 
 @triton.jit

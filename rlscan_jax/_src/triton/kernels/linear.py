@@ -53,13 +53,15 @@ def linear_kernel(
     KP: tl.constexpr,
     FOLD: tl.constexpr,
     FENCE: tl.constexpr,
+    WALK_BACK: tl.constexpr,
+    STREAM: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
     for k in range(CPS):
-        c = common.chunk_index(i_s, k, CPS, REVERSE)
+        c = common.chunk_index(i_s, k, CPS, REVERSE, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
         b_x = common.load(p_x, off, m, F64)  # [BT, BB]
@@ -86,8 +88,8 @@ def linear_kernel(
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_h, off, h, m)
+            common.store(p_h, off, h, m, STREAM)
         if not SINGLE:
-            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE)
+            ch, cb = common.advance(A, B, h, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)

@@ -42,12 +42,14 @@ def retrace_kernel(
     KP: tl.constexpr,
     FOLD: tl.constexpr,
     FENCE: tl.constexpr,
+    WALK_BACK: tl.constexpr,
+    STREAM: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
-        c = common.chunk_index(i_s, k, CPS, True)
+        c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         m1 = m & ~last  # t+1 exists
@@ -75,8 +77,8 @@ def retrace_kernel(
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_g, off, h, m)
+            common.store(p_g, off, h, m, STREAM)
         if not SINGLE:
-            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
+            ch, cb = common.advance(A, B, h, ch, cb, o_t, common.exit_time(c, BT, True), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)

@@ -51,12 +51,14 @@ def vtrace_kernel(
     KP: tl.constexpr,
     FOLD: tl.constexpr,
     FENCE: tl.constexpr,
+    WALK_BACK: tl.constexpr,
+    STREAM: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
-        c = common.chunk_index(i_s, k, CPS, True)
+        c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
         t_end = common.edge(o_t, o_n, c * BT + BT - 1)
@@ -101,11 +103,11 @@ def vtrace_kernel(
             b_w = tl.where(done, b_nv, b_vs1)
             b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
-            common.store(p_vs, off, b_vs, m)
-            common.store(p_pg, off, b_pg, m)
+            common.store(p_vs, off, b_vs, m, STREAM)
+            common.store(p_pg, off, b_pg, m, STREAM)
             if STORE_H:
-                common.store(p_h, off, h, m)
+                common.store(p_h, off, h, m, STREAM)
         if not SINGLE:
-            ch, cb = common.advance(h, B, ch, cb, o_t, common.exit_time(c, BT, True), PHASE)
+            ch, cb = common.advance(A, B, h, ch, cb, o_t, common.exit_time(c, BT, True), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
