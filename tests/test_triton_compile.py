@@ -183,6 +183,7 @@ def test_column_blocks_give_each_thread_whole_columns():
         assert p.BB < 32 * p.num_warps, (shape, p)
     assert seen
 
+
 def _l2_order_variants():
     """Every float32 PHASE 1 variant rebuilt walking back (launch.SUMMARY_WALK_BACK) and PHASE 2
     variant with streaming stores (STREAM_STORES), both off; time-major ones also as the widest

@@ -182,8 +182,11 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
             inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
             phases = [s[:4] for s in seen]
-            assert phases == [("gae_kernel", 1, True, False), ("carry_kernel", None, None, None),
-                              ("gae_kernel", 2, False, True)], seen
+            assert phases == [
+                ("gae_kernel", 1, True, False),
+                ("carry_kernel", None, None, None),
+                ("gae_kernel", 2, False, True),
+            ], seen
             # time-major: 1 block of 4 rows, 19 chunks of 2 steps in 5 segments of 4 chunks (the last
             # one past the row's end); batch-major: 2 blocks of 2 rows, 10 chunks of 4 in 3 segments
             assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
