@@ -1,13 +1,14 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments|combos]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
 VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and the look-back
 plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
 vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; segments: the rows
-that split in three launches, and the configurations of more segments a row (SEGMENTS)).
+that split in three launches, and the configurations of more segments a row (SEGMENTS); combos:
+the same rows, and SEGMENTS' winners together (COMBOS)).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -89,7 +90,25 @@ SEGMENTS = [
     {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True},
     {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
     {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_SEGMENT_CHUNKS": 16, "COLUMN_TARGET_PROGRAMS": 264},
-]  # tune.py's segments mode
+]  # tune.py's segments mode (run 11a)
+
+_LONG = {"COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256, "CARRY_LONG_BLOCK_ROWS": 2}
+_L2 = {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True}
+COMBOS = [
+    # Run 11a's winners together: 256 segments for rows of 4096 steps in carry blocks of 2 rows,
+    # long batch-major rows in blocks of 2048 (2 x the segments), the L2 order (walk back and
+    # streaming stores), each alone and together.
+    {"SUMMARY_WALK_BACK": True},
+    {"STREAM_STORES": True},
+    _LONG,
+    {**_LONG, "STREAM_STORES": True},
+    {**_LONG, **_L2},
+    {**_LONG, "VECTOR_SPLIT_ELEMS": 2048},
+    {**_LONG, "VECTOR_SPLIT_ELEMS": 2048, "STREAM_STORES": True},
+    {**_LONG, "VECTOR_SPLIT_ELEMS": 2048, **_L2},
+    {**_LONG, "VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 512, **_L2},
+    {**_LONG, "VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 512, "CARRY_LONG_BLOCK_ROWS": 1, **_L2},
+]  # tune.py's combos mode (run 11b)
 
 
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
@@ -166,6 +185,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # The fused split (PHASE 4; tune run 10a: 1.2-4.7x slower than the three-launch split) and its
     # configurations are in commit c6e7eb5.
     *SEGMENTS,
+    *COMBOS,
 ]
 
 
@@ -242,6 +262,8 @@ def _selected(cfg, mode):
         return not cfg or cfg.get("VEC_BATCH_MAJOR") == 8
     if mode == "segments":
         return not cfg or cfg in SEGMENTS
+    if mode == "combos":
+        return not cfg or cfg in COMBOS
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -257,7 +279,7 @@ def _shape_selected(shape, axis, mode):
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     if mode == "vec8":
         return axis == 1 and shape[1] % 8 == 0 and shape[1] >= 128
-    if mode == "segments":  # the rows that split in three launches: time-major 256+ steps, long rows
+    if mode in ("segments", "combos"):  # the rows that split in three launches: time-major 256+ steps, long rows
         return (time_major and shape[0] >= 256) or len(shape) == 1 or shape[-1] >= 131072
     return True
 
