@@ -199,8 +199,10 @@ VEC_BATCH_MAJOR_16BIT = 8
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
 # ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
-# than the look-back at 8x131072 for four ops, and V-trace's 2048 as fast as its [256, 4] blocks.
-VECTOR_SPLIT_ELEMS = 4096
+# than the look-back at 8x131072 for four ops (then in blocks of 4096); run 11b, with carry_kernel
+# chaining up to 512 segments in one round trip: blocks of 2048 (twice the segments) 1.07-1.18x
+# faster than 4096 at 8x131072 for five ops, 1.01-1.09x at 1x1048576.
+VECTOR_SPLIT_ELEMS = 2048
 # A single row ([T], or every batch axis of size 1) is the same memory in either layout; with
 # SINGLE_ROW_BATCH_MAJOR it is planned as batch-major, where it takes that vectorised split (run 7:
 # 1.15-1.86x faster than the look-back over [4096, 1] blocks at 1x1048576, every op).
@@ -222,13 +224,16 @@ CARRY_SEGMENTS = 32
 CARRY_BLOCK_ROWS = 32
 CARRY_WARPS = 1
 # Rows of more segments than CARRY_SEGMENTS: all of them in one round trip, up to
-# CARRY_LONG_SEGMENTS, in blocks of CARRY_LONG_BLOCK_ROWS rows. Nsight Compute on GAE 1024x4096
-# time-major (tune_h200.md, run 10) found carry_kernel 8.9 us of 52 there, 32 programs at 2 %
-# occupancy chaining 128 segments in four dependent rounds; run 10b measured 128 segments a round
-# in blocks of 4 rows the whole call 1.07-1.18x faster at the rows of 128 segments (512 and 1024
-# rows of 4096 steps) for five ops, but 0.88-0.99x at rows of 16 or 32 segments (padding).
-CARRY_LONG_SEGMENTS = 128
-CARRY_LONG_BLOCK_ROWS = 4
+# CARRY_LONG_SEGMENTS, in blocks of CARRY_LONG_BLOCK_ROWS rows (one row a block where there are
+# fewer than CARRY_FEW_ROWS rows). Nsight Compute on GAE 1024x4096 time-major (tune_h200.md, run 10)
+# found carry_kernel 8.9 us of 52 there, 32 programs at 2 % occupancy chaining 128 segments in four
+# dependent rounds; run 10b measured 128 segments a round in blocks of 4 rows the whole call
+# 1.07-1.18x faster at the rows of 128 segments, but 0.88-0.99x at rows of 16 or 32 segments
+# (padding). Run 11a/b: blocks of 2 rows 1.03-1.06x faster than 4 at 512 rows of 4096 steps (then
+# 256 segments, COLUMN_MAX_SEGMENTS), one row a block 1.03-1.05x faster than 2 at 8 rows of 131072.
+CARRY_LONG_SEGMENTS = 512
+CARRY_LONG_BLOCK_ROWS = 2
+CARRY_FEW_ROWS = 64
 # The two-launch split: where a three-launch split's blocks of BB rows times its segments come to
 # at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
 # (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
@@ -236,14 +241,18 @@ CARRY_LONG_BLOCK_ROWS = 4
 # rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
 FOLD_CARRY_ELEMS = 0
 FOLD_CARRY_ROUND = 256
-# The three-launch split reads its inputs twice, and a row block's inputs at 4M elements (40 MB for
-# GAE) come close to an H200's 50 MB L2. With SUMMARY_WALK_BACK, PHASE 1 walks each segment's
-# chunks against scan order, so the chunks it reads last are a segment's first, which PHASE 2 reads
-# first; with STREAM_STORES, PHASE 2 writes its outputs with streaming stores (st.global.cs, first
-# out of the L2), so they do not push those inputs out before PHASE 2 reads them. Prepared, not
-# yet measured (tests/gpu_runs/tune.py's L2 configurations).
-SUMMARY_WALK_BACK = False
-STREAM_STORES = False
+# The three-launch split reads its inputs twice, and a row block's inputs at 4M elements (36 MB for
+# GAE) come close to an H200's 50 MB L2. With SUMMARY_WALK_BACK, PHASE 1 of the kernels whose
+# launchers ask for it (scan_call's walk_back) walks each segment's chunks against scan order, so
+# the chunks it reads last are a segment's first, which PHASE 2 reads first; with STREAM_STORES,
+# PHASE 2 writes its outputs with streaming stores (st.global.cs, first out of the L2), so they do
+# not push those inputs out before PHASE 2 reads them. tune_h200.md, run 11: walking back 1.03-1.08x
+# faster for GAE and Retrace at 4M-element time-major rows, 1.01-1.05x for V-trace, but 0.75-0.88x
+# for discounted returns and 0.99-1.02x for eligibility traces (inputs of 5 bytes a step, which fit
+# the L2 either way): those launchers do not ask for it. Streaming stores 1.00-1.06x for every op
+# (0.995x at worst).
+SUMMARY_WALK_BACK = True
+STREAM_STORES = True
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
 # COLUMNS_TIME_MAJOR columns and COLUMN_BT steps, one warp for every 32 columns, so each thread
@@ -251,14 +260,15 @@ STREAM_STORES = False
 # other time-major blocks spread a column over several threads and warps). Rows split by the
 # three-launch split into segments of COLUMN_SEGMENT_CHUNKS chunks, more where that gives fewer
 # than COLUMN_TARGET_PROGRAMS programs, at most COLUMN_MAX_SEGMENTS a row (carry_kernel chains
-# the segments' carries in turn).
+# the segments' carries in turn; run 11a: 256 rather than 128 segments 1.09-1.19x faster at 512
+# rows of 4096 steps, with carry blocks of 2 rows).
 COLUMNS_TIME_MAJOR = 256
 COLUMN_BT = 4
 COLUMN_MIN_T = MAX_BT_TIME_MAJOR + 1
 COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
-COLUMN_MAX_SEGMENTS = 128
+COLUMN_MAX_SEGMENTS = 256
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -386,7 +396,7 @@ def _plan(
 def carry_blocks(nseg: int, N: int) -> tuple[int, int]:
     """carry_kernel's segments a round (KC) and rows a block (BB) for nseg segments of N rows."""
     if nseg > CARRY_SEGMENTS:
-        kc, rows = min(next_pow2(nseg), CARRY_LONG_SEGMENTS), CARRY_LONG_BLOCK_ROWS
+        kc, rows = min(next_pow2(nseg), CARRY_LONG_SEGMENTS), CARRY_LONG_BLOCK_ROWS if N >= CARRY_FEW_ROWS else 1
     else:
         kc, rows = CARRY_SEGMENTS, CARRY_BLOCK_ROWS
     return kc, min(next_pow2(N), rows)
@@ -440,6 +450,7 @@ def scan_call(
     few_rows_elems: int | None = None,
     vector_split: int | None = None,
     whole_row_warps: int = 0,
+    walk_back: bool = False,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -447,7 +458,7 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
-    `whole_row_warps` go to `plan`.
+    `whole_row_warps` go to `plan`; `walk_back`: PHASE 1 walks back (SUMMARY_WALK_BACK).
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -497,7 +508,7 @@ def scan_call(
         args=[*inputs, inputs[0], *sizes],
         out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
-        **{**meta, "WALK_BACK": SUMMARY_WALK_BACK},
+        **{**meta, "WALK_BACK": walk_back and SUMMARY_WALK_BACK},
     )[len(outputs) : len(outputs) + 2]
     if kp:
         cin = summary[0]
