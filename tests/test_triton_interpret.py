@@ -52,6 +52,8 @@ COLUMNS = dict(  # carries of rows of more than 2 segments chained 4 at a time (
     COLUMN_SEGMENT_CHUNKS=1,
     CARRY_SEGMENTS=2,
     CARRY_LONG_SEGMENTS=4,
+    CARRY_LONG_BLOCK_ROWS=2,  # in blocks of 2 rows, 1 where there are fewer than 2 rows
+    CARRY_FEW_ROWS=2,
 )
 
 
@@ -147,15 +149,17 @@ def _spy_launches(monkeypatch, *fields) -> list:
 
 
 def test_column_blocks_chain_carries_in_rounds(monkeypatch):
-    """The "columns" split launches column blocks, and carry_kernel chains 10 segments 4 at a time."""
+    """The "columns" split launches column blocks, and carry_kernel chains 10 segments 4 at a time,
+    in blocks of 2 rows (3 rows: 2 blocks), or of 1 (a single row)."""
     with _tiny_blocks(monkeypatch, "columns"):
         seen = _spy_launches(monkeypatch, "PHASE", "BB", "KC")
-        for axis in (0, -1):  # time-major rows split into column blocks; batch-major ones as before
-            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
+        for axis, batch in ((0, (3,)), (-1, (3,)), (-1, (1,))):  # time-major rows in column blocks
+            inp = _case("gae", cases.MAIN_MODE["gae"], 37, batch, axis).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
     carries = [s for s in seen if s[0] == "carry_kernel"]
     assert ("gae_kernel", 1, 4, None, (1, 10)) in seen, seen
-    assert ("carry_kernel", None, 4, 4, (1,)) in carries, seen
+    assert ("carry_kernel", None, 2, 4, (2,)) in carries, seen
+    assert ("carry_kernel", None, 1, 4, (1,)) in carries, seen
 
 
 def test_fold_carry_is_two_launches(monkeypatch):

@@ -246,11 +246,10 @@ FOLD_CARRY_ROUND = 256
 # launchers ask for it (scan_call's walk_back) walks each segment's chunks against scan order, so
 # the chunks it reads last are a segment's first, which PHASE 2 reads first; with STREAM_STORES,
 # PHASE 2 writes its outputs with streaming stores (st.global.cs, first out of the L2), so they do
-# not push those inputs out before PHASE 2 reads them. tune_h200.md, run 11: walking back 1.03-1.08x
-# faster for GAE and Retrace at 4M-element time-major rows, 1.01-1.05x for V-trace, but 0.75-0.88x
-# for discounted returns and 0.99-1.02x for eligibility traces (inputs of 5 bytes a step, which fit
-# the L2 either way): those launchers do not ask for it. Streaming stores 1.00-1.06x for every op
-# (0.995x at worst).
+# not push those inputs out before PHASE 2 reads them. tune_h200.md, run 11b: walking back 1.00-1.08x
+# faster for GAE, V-trace and Retrace at time-major rows of 512 to 4096 steps, but discounted returns
+# 1.13-1.34x slower and eligibility traces within 2 % (inputs of 5 bytes a step, which fit the L2
+# either way): those launchers do not ask for it. Streaming stores 0.99-1.06x for every op.
 SUMMARY_WALK_BACK = True
 STREAM_STORES = True
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
