@@ -168,6 +168,19 @@ def test_carry_blocks_take_long_rows_in_one_round():
     assert {(256, 2), (256, 1), (512, 1)} <= seen, seen
 
 
+def test_walk_back_table_names_the_kernels_that_walk_back():
+    """launch.SUMMARY_WALK_BACK names kernels that have a PHASE 1 (a misspelt name would silently
+    turn the walk off), and exactly their recorded PHASE 1 variants walk back; no other launch does."""
+    from rlscan_jax._src.triton import launch
+
+    phase1 = {v.kernel.fn.__name__ for v in VARIANTS if dict(v.constexprs).get("PHASE") == 1}
+    walking = {v.kernel.fn.__name__ for v in VARIANTS if dict(v.constexprs).get("WALK_BACK")}
+    assert set(launch.SUMMARY_WALK_BACK) <= phase1, (launch.SUMMARY_WALK_BACK, phase1)
+    assert walking == set(launch.SUMMARY_WALK_BACK), walking
+    assert all(dict(v.constexprs)["PHASE"] == 1 for v in VARIANTS if dict(v.constexprs).get("WALK_BACK"))
+    assert all(dict(v.constexprs)["PHASE"] == 2 for v in VARIANTS if dict(v.constexprs).get("STREAM"))
+
+
 def test_column_blocks_give_each_thread_whole_columns():
     """Time-major column plans: a thread for each column, every step covered, segments bounded."""
     from rlscan_jax._src.triton import launch

@@ -44,6 +44,7 @@ TINY = dict(
     LOOKBACK_MAX_ROWS_TIME_MAJOR=1000,
     VECTOR_SPLIT_ELEMS=8,  # vectorisable long rows: three launches in [4, 2] blocks
 )
+ALL_KERNELS = ("gae_kernel", "vtrace_kernel", "retrace_kernel", "returns_kernel", "linear_kernel")
 COLUMNS = dict(  # carries of rows of more than 2 segments chained 4 at a time (carry_blocks' long rows)
     COLUMNS_TIME_MAJOR=4,
     COLUMN_BT=4,
@@ -76,7 +77,7 @@ def _tiny_blocks(monkeypatch, split):
     "fold-carry": the two-launch split (launch.FOLD_CARRY_ELEMS), PHASE 2 folding the segments'
     composites itself, 2 a round (T = 37: 10 segments, up to 5 rounds).
     "walk-back": the three-launch split in segments of 4 chunks (T = 37: 3 segments, the last one
-    of 2 chunks and 2 past the row's end), PHASE 1 walking them against scan order
+    of 2 chunks and 2 past the row's end), PHASE 1 of every kernel walking them against scan order
     (launch.SUMMARY_WALK_BACK) and PHASE 2 storing with streaming stores (STREAM_STORES).
     """
     from rlscan_jax._src.triton import launch
@@ -94,7 +95,7 @@ def _tiny_blocks(monkeypatch, split):
             m.setattr(launch, "FOLD_CARRY_ROUND", 4)  # [2, 2] rounds for blocks of 2 rows
         if split == "walk-back":
             m.setattr(launch, "TARGET_PROGRAMS", 6)  # with 2 blocks of rows: 3 segments of 4 chunks
-            m.setattr(launch, "SUMMARY_WALK_BACK", True)
+            m.setattr(launch, "SUMMARY_WALK_BACK", ALL_KERNELS)  # every kernel, not only the shipped ones
             m.setattr(launch, "STREAM_STORES", True)
         yield
     _clear_caches()

@@ -4,7 +4,9 @@
 # Writes OUTDIR/<case>.txt: speed of light, memory workload, launch statistics, occupancy and
 # warp stall reasons of every Triton kernel launch of the case's three calls (clock control off,
 # so the clocks are those the kernels really run at). LAUNCH="NAME=VALUE ..." profiles a plan that is
-# not shipped (ncu_case.py), TAG=name is appended to the file names.
+# not shipped (ncu_case.py), TAG=name is appended to the file names. NCU_ARGS adds ncu options, e.g.
+# NCU_ARGS="--cache-control none" keeps the caches between the kernels of a call (ncu flushes them
+# before every kernel it profiles by default, which hides the L2 between a split's passes).
 set -u
 out=${1:?usage: ncu.sh OUTDIR [cases]}
 shift
@@ -18,7 +20,7 @@ cases=("$@")
 for c in "${cases[@]}"; do
   read -r op nt layout <<<"$c"
   name="${op}_${nt}_${layout}${TAG:+_$TAG}"
-  timeout 180 "$ncu" --clock-control none --kernel-name regex:'_kernel$' \
+  timeout 180 "$ncu" --clock-control none ${NCU_ARGS:-} --kernel-name regex:'_kernel$' \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
     --section WarpStateStats python3 tests/gpu_runs/ncu_case.py $op $nt $layout >"$out/$name.txt" 2>&1
   echo "$name: rc=$? $(grep -c 'Duration' "$out/$name.txt") kernel profiles"

@@ -68,6 +68,18 @@ def _carry(rows, warps, segments):
     )
 
 
+# PHASE 1 walking back in every kernel (launch.SUMMARY_WALK_BACK names the kernels that do; in
+# runs 11a and 11b it was a flag for all of them, as this tuple is).
+_ALL = ("gae_kernel", "vtrace_kernel", "retrace_kernel", "returns_kernel", "linear_kernel")
+# The kernel each op runs, for whether its PHASE 1 walks back.
+KERNEL = {
+    "gae": "gae_kernel",
+    "vtrace": "vtrace_kernel",
+    "retrace": "retrace_kernel",
+    "discounted_returns": "returns_kernel",
+    "eligibility_traces": "linear_kernel",
+}
+
 SEGMENTS = [
     # More segments a row, now that carry_kernel chains up to CARRY_LONG_SEGMENTS of them in one
     # round trip (run 10b): the column blocks' segment counts were tuned (runs 5-6) when every
@@ -85,20 +97,20 @@ SEGMENTS = [
     {"VECTOR_SPLIT_ELEMS": 2048, "CARRY_LONG_SEGMENTS": 512, "CARRY_LONG_BLOCK_ROWS": 1},
     # The second read of the three-launch split from the L2: PHASE 1 walking each segment against
     # scan order (its last reads are PHASE 2's first), PHASE 2's outputs in streaming stores.
-    {"SUMMARY_WALK_BACK": True},
+    {"SUMMARY_WALK_BACK": _ALL},
     {"STREAM_STORES": True},
-    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True},
-    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
-    {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True, "COLUMN_SEGMENT_CHUNKS": 16, "COLUMN_TARGET_PROGRAMS": 264},
+    {"SUMMARY_WALK_BACK": _ALL, "STREAM_STORES": True},
+    {"SUMMARY_WALK_BACK": _ALL, "STREAM_STORES": True, "COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256},
+    {"SUMMARY_WALK_BACK": _ALL, "STREAM_STORES": True, "COLUMN_SEGMENT_CHUNKS": 16, "COLUMN_TARGET_PROGRAMS": 264},
 ]  # tune.py's segments mode (run 11a)
 
 _LONG = {"COLUMN_MAX_SEGMENTS": 256, "CARRY_LONG_SEGMENTS": 256, "CARRY_LONG_BLOCK_ROWS": 2}
-_L2 = {"SUMMARY_WALK_BACK": True, "STREAM_STORES": True}
+_L2 = {"SUMMARY_WALK_BACK": _ALL, "STREAM_STORES": True}
 COMBOS = [
     # Run 11a's winners together: 256 segments for rows of 4096 steps in carry blocks of 2 rows,
     # long batch-major rows in blocks of 2048 (2 x the segments), the L2 order (walk back and
     # streaming stores), each alone and together.
-    {"SUMMARY_WALK_BACK": True},
+    {"SUMMARY_WALK_BACK": _ALL},
     {"STREAM_STORES": True},
     _LONG,
     {**_LONG, "STREAM_STORES": True},
@@ -330,7 +342,7 @@ def main(out, ops_=("gae",), mode=None):
                     ),
                     g.layout,
                     p.lookback and launch.LOOKBACK_FENCE,
-                    split and launch.SUMMARY_WALK_BACK and p.cps > 1,
+                    split and KERNEL[op] in launch.SUMMARY_WALK_BACK and p.cps > 1,
                     split and launch.STREAM_STORES,
                 )
                 if p in seen:

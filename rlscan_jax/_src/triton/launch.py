@@ -242,15 +242,15 @@ CARRY_FEW_ROWS = 64
 FOLD_CARRY_ELEMS = 0
 FOLD_CARRY_ROUND = 256
 # The three-launch split reads its inputs twice, and a row block's inputs at 4M elements (36 MB for
-# GAE) come close to an H200's 50 MB L2. With SUMMARY_WALK_BACK, PHASE 1 of the kernels whose
-# launchers ask for it (scan_call's walk_back) walks each segment's chunks against scan order, so
-# the chunks it reads last are a segment's first, which PHASE 2 reads first; with STREAM_STORES,
+# GAE) come close to an H200's 50 MB L2. PHASE 1 of the kernels named in SUMMARY_WALK_BACK walks
+# each segment's chunks against scan order, so the chunks it reads last are a segment's first,
+# which PHASE 2 reads first; with STREAM_STORES,
 # PHASE 2 writes its outputs with streaming stores (st.global.cs, first out of the L2), so they do
 # not push those inputs out before PHASE 2 reads them. tune_h200.md, run 11b: walking back 1.00-1.08x
 # faster for GAE, V-trace and Retrace at time-major rows of 512 to 4096 steps, but discounted returns
 # 1.13-1.34x slower and eligibility traces within 2 % (inputs of 5 bytes a step, which fit the L2
-# either way): those launchers do not ask for it. Streaming stores 0.99-1.06x for every op.
-SUMMARY_WALK_BACK = True
+# either way): their kernels are not in the table. Streaming stores 0.99-1.06x for every op.
+SUMMARY_WALK_BACK = ("gae_kernel", "vtrace_kernel", "retrace_kernel")
 STREAM_STORES = True
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
 # while COLUMNS_TIME_MAJOR is 0; chosen in tests/gpu_runs/tune_h200.md, run 5): a block of up to
@@ -449,7 +449,6 @@ def scan_call(
     few_rows_elems: int | None = None,
     vector_split: int | None = None,
     whole_row_warps: int = 0,
-    walk_back: bool = False,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -457,7 +456,7 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
-    `whole_row_warps` go to `plan`; `walk_back`: PHASE 1 walks back (SUMMARY_WALK_BACK).
+    `whole_row_warps` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -507,7 +506,7 @@ def scan_call(
         args=[*inputs, inputs[0], *sizes],
         out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
-        **{**meta, "WALK_BACK": walk_back and SUMMARY_WALK_BACK},
+        **{**meta, "WALK_BACK": kernel.fn.__name__ in SUMMARY_WALK_BACK},
     )[len(outputs) : len(outputs) + 2]
     if kp:
         cin = summary[0]

@@ -27,7 +27,6 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         ],
         outputs=outputs,
         reverse=True,
-        walk_back=True,  # launch.SUMMARY_WALK_BACK (tune run 11: inputs of 9+ bytes a step)
         f64=out_dtype == jnp.float64,
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
