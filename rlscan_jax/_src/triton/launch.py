@@ -241,15 +241,15 @@ CARRY_FEW_ROWS = 64
 # rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
 FOLD_CARRY_ELEMS = 0
 FOLD_CARRY_ROUND = 256
-# The three-launch split reads its inputs twice, and a row block's inputs at 4M elements (36 MB for
-# GAE) come close to an H200's 50 MB L2. PHASE 1 of the kernels named in SUMMARY_WALK_BACK walks
-# each segment's chunks against scan order, so the chunks it reads last are a segment's first,
-# which PHASE 2 reads first; with STREAM_STORES,
-# PHASE 2 writes its outputs with streaming stores (st.global.cs, first out of the L2), so they do
-# not push those inputs out before PHASE 2 reads them. tune_h200.md, run 11b: walking back 1.00-1.08x
-# faster for GAE, V-trace and Retrace at time-major rows of 512 to 4096 steps, but discounted returns
-# 1.13-1.34x slower and eligibility traces within 2 % (inputs of 5 bytes a step, which fit the L2
-# either way): their kernels are not in the table. Streaming stores 0.99-1.06x for every op.
+# The three-launch split reads its inputs twice, and at 2^22 elements GAE's inputs (36 MB) come
+# close to an H200's 50 MB L2. PHASE 1 of the kernels named in SUMMARY_WALK_BACK walks each
+# segment's chunks against scan order, so the chunks it reads last are a segment's first, which
+# PHASE 2 reads first; with STREAM_STORES, PHASE 2 writes its outputs with streaming stores
+# (st.global.cs, first out of the L2), so they do not push those inputs out before PHASE 2 reads
+# them. tune_h200.md, run 11b: walking back 1.00-1.08x faster for GAE, V-trace and Retrace at
+# time-major rows of 512 to 4096 steps, but discounted returns 1.13-1.34x slower and eligibility
+# traces within 2 % (inputs of 5 bytes a step, which fit the L2 either way): their kernels are not
+# in the table. Streaming stores 0.99-1.06x for every op.
 SUMMARY_WALK_BACK = ("gae_kernel", "vtrace_kernel", "retrace_kernel")
 STREAM_STORES = True
 # Column blocks for time-major rows of at least COLUMN_MIN_T steps and COLUMN_MIN_N rows (off
@@ -259,7 +259,7 @@ STREAM_STORES = True
 # other time-major blocks spread a column over several threads and warps). Rows split by the
 # three-launch split into segments of COLUMN_SEGMENT_CHUNKS chunks, more where that gives fewer
 # than COLUMN_TARGET_PROGRAMS programs, at most COLUMN_MAX_SEGMENTS a row (carry_kernel chains
-# the segments' carries in turn; run 11a: 256 rather than 128 segments 1.09-1.19x faster at 512
+# the segments' carries in turn; run 11: 256 rather than 128 segments 1.09-1.18x faster at 512
 # rows of 4096 steps, with carry blocks of 2 rows).
 COLUMNS_TIME_MAJOR = 256
 COLUMN_BT = 4
