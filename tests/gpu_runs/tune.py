@@ -68,10 +68,8 @@ def _carry(rows, warps, segments):
     )
 
 
-# PHASE 1 walking back in every kernel (launch.SUMMARY_WALK_BACK names the kernels that do; in
-# runs 11a and 11b it was a flag for all of them, as this tuple is).
-_ALL = ("gae_kernel", "vtrace_kernel", "retrace_kernel", "returns_kernel", "linear_kernel")
-# The kernel each op runs, for whether its PHASE 1 walks back.
+# The kernel each op runs, for whether its PHASE 1 walks back (launch.SUMMARY_WALK_BACK names the
+# kernels that do).
 KERNEL = {
     "gae": "gae_kernel",
     "vtrace": "vtrace_kernel",
@@ -79,6 +77,8 @@ KERNEL = {
     "discounted_returns": "returns_kernel",
     "eligibility_traces": "linear_kernel",
 }
+# PHASE 1 walking back in every kernel (in runs 11a and 11b a flag for all of them, as this is).
+_ALL = tuple(KERNEL.values())
 
 SEGMENTS = [
     # More segments a row, now that carry_kernel chains up to CARRY_LONG_SEGMENTS of them in one
