@@ -1,6 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments|combos|pipeline]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
+MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|pipeline
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
