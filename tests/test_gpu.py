@@ -105,52 +105,6 @@ def test_deterministic(op, T, batch):
         cases.assert_equal(_grads(inp, "triton", weights), first[1])
 
 
-# The software-pipelined chunk loops forced on (launch's STAGES; shipped or not): whole time-major
-# columns (COLUMN_WHOLE_MIN_N) of 4100 rows (1-byte flags read as words, PACK) and 4099 (not),
-# column blocks split in three launches, and the vectorised split of long batch-major rows.
-PIPELINED = dict(COLUMN_WHOLE_MIN_N=4096, COLUMN_WHOLE_BT=8, COLUMN_WHOLE_BB=64, COLUMN_STAGES=3, SPLIT_STAGES=3)
-
-
-@pytest.mark.parametrize(
-    "T, batch, axis", ((512, (4100,), 0), (201, (4099,), 0), (4096, (512,), 0), (131072, (8,), -1)), ids=str
-)
-@pytest.mark.parametrize("op", cases.OP_NAMES)
-def test_pipelined_loops(op, T, batch, axis, monkeypatch):
-    """Pipelined loops match the reference, forward and gradients, bitwise the same when repeated."""
-    from rlscan_jax._src.triton import batching, launch, ops
-
-    def clear():  # launch constants are read at trace time
-        jax.clear_caches()
-        batching.launcher.cache_clear()
-        ops._op.cache_clear()
-
-    seen = []
-    call = launch.call
-
-    def spy(kernel, **kwargs):
-        seen.append((kwargs.get("STAGES"), kwargs.get("PACK")))
-        return call(kernel, **kwargs)
-
-    clear()
-    for name, value in PIPELINED.items():
-        monkeypatch.setattr(launch, name, value)
-    monkeypatch.setattr(launch, "call", spy)
-    try:
-        inp = _case(op, cases.MAIN_MODE[op], T, batch, axis).build()
-        rng = np.random.default_rng(cases.seed_of(f"{op}-{T}-{batch}"))
-        weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
-        out = cases.call(inp, "triton")
-        assert any(stages == 3 for stages, _ in seen), seen
-        cases.assert_close(out, cases.call(inp, "associative"), np.float32, msg=op)
-        grads = _grads(inp, "triton", weights)
-        cases.assert_close(grads, _grads(inp, "associative", weights), np.float32, msg=op)
-        for _ in range(2):
-            cases.assert_equal(cases.call(inp, "triton"), out)
-            cases.assert_equal(_grads(inp, "triton", weights), grads)
-    finally:
-        clear()
-
-
 def _launches(fn, *args) -> int:
     """Kernel launches in the compiled program (after XLA removed what nothing uses).
 

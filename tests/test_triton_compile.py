@@ -220,53 +220,6 @@ def _l2_order_variants():
     return out
 
 
-def _tune_constant(name):
-    """A constant of tests/gpu_runs/tune.py (the configurations it times on the GPU)."""
-    import importlib.util
-    import pathlib
-
-    path = pathlib.Path(__file__).parent / "gpu_runs" / "tune.py"
-    spec = importlib.util.spec_from_file_location("gpu_runs_tune", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, name)
-
-
-def _pipelined_variants():
-    """Software-pipelined chunk loops (launch's STAGES, with 1-byte flags read as words, PACK): every
-    time-major PHASE 0 variant rebuilt as whole-column blocks of tune.py's pipeline mode (each of
-    WHOLE_BLOCKS for a kernel's first float32 variant, the largest and smallest for the others,
-    the largest for bfloat16), and the float32 PHASE 1 and 2 variants of the column blocks and of
-    the vectorised split at 3 stages."""
-    from rlscan_jax._src.triton import launch
-
-    col = launch.plan(launch.geometry((4096, 4096), 0))
-    blocks = _tune_constant("WHOLE_BLOCKS")
-    # every block for each kernel's first float32 variant; the largest and smallest for the others
-    ends = (max(blocks, key=lambda b: b[0] * b[1]), min(blocks, key=lambda b: b[0] * b[1]))
-    out, seen = [], set()
-    for v in VARIANTS:
-        c = dict(v.constexprs)
-        if "STAGES" not in c or c.get("PHASE") not in (0, 1, 2):
-            continue
-        narrow = "*bf16" in v.types
-        if c["LAYOUT"] == 0 and c["PHASE"] == 0:
-            first = not narrow and v.kernel.fn.__name__ not in seen
-            seen.add(v.kernel.fn.__name__)
-            for bt, bb, stages in blocks if first else ends[:1] if narrow else ends:
-                flags = {**c, "BT": bt, "BB": bb, "STAGES": stages, "PACK": True, "SINGLE": False}
-                out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), bb // 32))
-        elif c["PHASE"] in (1, 2) and not narrow and (c["LAYOUT"] == 0 or c.get("VEC", 1) > 1):
-            flags = {**c, "STAGES": 3, "PACK": True}
-            warps = v.num_warps
-            if c["LAYOUT"] == 0:
-                flags.update(BT=col.BT, BB=col.BB)
-                warps = col.num_warps
-            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), warps))
-    assert {dict(v.constexprs)["PHASE"] for v in out} == {0, 1, 2}
-    return out
-
-
 @pytest.mark.parametrize(
     "variant",
     VARIANTS
@@ -275,8 +228,7 @@ def _pipelined_variants():
     + _column_blocks()
     + _fold_carry_variants()
     + _carry_blocks()
-    + _l2_order_variants()
-    + _pipelined_variants(),
+    + _l2_order_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

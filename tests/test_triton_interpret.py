@@ -32,7 +32,7 @@ def interpreter():
     yield
 
 
-SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "walk-back", "pipelined"]
+SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "walk-back"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -55,15 +55,6 @@ COLUMNS = dict(  # carries of rows of more than 2 segments chained 4 at a time (
     CARRY_LONG_SEGMENTS=4,
     CARRY_LONG_BLOCK_ROWS=2,  # in blocks of 2 rows, 1 where there are fewer than 2 rows
     CARRY_FEW_ROWS=2,
-)
-PIPELINED = dict(  # time-major rows in whole columns of 2, in chunks of 4 steps; other rows split
-    COLUMN_WHOLE_MIN_N=2,
-    COLUMN_WHOLE_MIN_T=2,
-    COLUMN_WHOLE_BT=4,
-    COLUMN_WHOLE_BB=2,
-    COLUMN_WHOLE_STAGES=3,
-    SPLIT_STAGES=2,
-    TARGET_PROGRAMS=3,  # a row block's 10 chunks in 3 segments of 4 (the last one of 2)
 )
 
 
@@ -88,9 +79,6 @@ def _tiny_blocks(monkeypatch, split):
     "walk-back": the three-launch split in segments of 4 chunks (T = 37: 3 segments, the last one
     of 2 chunks and 2 past the row's end), PHASE 1 of every kernel walking them against scan order
     (launch.SUMMARY_WALK_BACK) and PHASE 2 storing with streaming stores (STREAM_STORES).
-    "pipelined": the chunk loops software-pipelined (launch's STAGES): time-major rows scanned in
-    one pass down whole columns (COLUMN_WHOLE_MIN_N; T = 37: 10 chunks of 4 steps, 3 stages), the
-    other layouts in three launches of segments of 4 chunks (SPLIT_STAGES, 2 stages).
     """
     from rlscan_jax._src.triton import launch
 
@@ -109,9 +97,6 @@ def _tiny_blocks(monkeypatch, split):
             m.setattr(launch, "TARGET_PROGRAMS", 6)  # with 2 blocks of rows: 3 segments of 4 chunks
             m.setattr(launch, "SUMMARY_WALK_BACK", ALL_KERNELS)  # every kernel, not only the shipped ones
             m.setattr(launch, "STREAM_STORES", True)
-        if split == "pipelined":
-            for name, value in PIPELINED.items():
-                m.setattr(launch, name, value)
         yield
     _clear_caches()
 
@@ -210,32 +195,6 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
             # time-major: 1 block of 4 rows, 19 chunks of 2 steps in 5 segments of 4 chunks (the last
             # one past the row's end); batch-major: 2 blocks of 2 rows, 10 chunks of 4 in 3 segments
             assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
-
-
-@pytest.mark.parametrize("flag_dtype", ["bool", "int8", "float32"])
-@pytest.mark.parametrize("op", [op for op in cases.OPS if op != "linear_scan"])
-def test_pipelined_loops_read_one_byte_flags_as_words(monkeypatch, op, flag_dtype):
-    """The "pipelined" split at 4 rows (flag arrays of 148 elements, a multiple of 4): 1-byte flags
-    are read as 32-bit words (PACK), and the byte selected is the flag's own (true flags given as
-    bytes of other values, -1, 3 and 64, in every position of a word); wider flags are read as they
-    are. Time-major rows take whole columns at 3 stages, batch-major ones the split at 2."""
-    with _tiny_blocks(monkeypatch, "pipelined"):
-        seen = _spy_launches(monkeypatch, "PHASE", "STAGES", "PACK")
-        for axis in (0, -1):
-            seen.clear()
-            inp = _case(op, cases.MAIN_MODE[op], 37, (4,), axis).build()
-            rng = np.random.default_rng(7)
-            args = dict(inp.args)
-            for k in cases.FLAGS:
-                if k in args:
-                    v = np.asarray(args[k])
-                    args[k] = np.where(v, rng.choice([-1, 3, 64], v.shape), 0).astype(flag_dtype)
-            assert any(k in args for k in cases.FLAGS), op
-            cases.assert_close(cases.call(inp, "triton", args), cases.call_oracle(inp), np.float32, msg=str(axis))
-            kernels = [s for s in seen if s[0] != "carry_kernel"]
-            want = {(0, 3)} if axis == 0 else {(1, 2), (2, 2)}
-            assert {s[1:3] for s in kernels} == want, seen
-            assert all(s[3] == (flag_dtype != "float32") for s in kernels), seen
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

@@ -42,8 +42,7 @@ def stable_name(name: str) -> str:
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
     FENCE=False (the look-back's acquire RMWs, as before the flag), WALK_BACK=False and
-    STREAM=False (PHASE 1 in scan order and plain stores, as before those flags), STAGES=1 and
-    PACK=False (the chunk loop unpipelined, flags read a byte each, as before those flags).
+    STREAM=False (PHASE 1 in scan order and plain stores, as before those flags).
     """
     return (
         name.replace(",VEC=1,", ",")
@@ -53,8 +52,6 @@ def stable_name(name: str) -> str:
         .replace(",FENCE=False", "")
         .replace(",STREAM=False", "")
         .replace(",WALK_BACK=False", "")
-        .replace(",STAGES=1", "")
-        .replace(",PACK=False", "")
     )
 
 

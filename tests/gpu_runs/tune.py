@@ -1,7 +1,6 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
-MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|pipeline
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments|combos]
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
@@ -9,8 +8,7 @@ VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and
 plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
 vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; segments: the rows
 that split in three launches, and the configurations of more segments a row (SEGMENTS); combos:
-the same rows, and SEGMENTS' winners together (COMBOS); pipeline: time-major rows of 64+ steps of
-4096+ columns or 256+ steps, and long rows, and the pipelined chunk loops (PIPELINE)).
+the same rows, and SEGMENTS' winners together (COMBOS)).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -125,45 +123,6 @@ COMBOS = [
 ]  # tune.py's combos mode (run 11b)
 
 
-# Whole time-major columns in one pass, the chunk loop software-pipelined (launch.COLUMN_WHOLE_*):
-# (steps a chunk, columns a block, stages). test_triton_compile.py compiles each for sm_90.
-WHOLE_BLOCKS = (
-    (4, 32, 4),
-    (8, 32, 3),
-    (8, 32, 4),
-    (16, 32, 3),
-    (8, 64, 3),
-    (8, 64, 4),
-    (16, 64, 3),
-    (4, 128, 4),
-    (8, 128, 3),
-    (16, 128, 2),
-    (8, 64, 1),  # the same blocks unpipelined
-)
-
-
-def _whole(bt, bb, stages):
-    return dict(
-        COLUMN_WHOLE_MIN_N=4096,
-        COLUMN_WHOLE_MIN_T=64,
-        COLUMN_WHOLE_BT=bt,
-        COLUMN_WHOLE_BB=bb,
-        COLUMN_WHOLE_STAGES=stages,
-    )
-
-
-PIPELINE = [
-    *(_whole(*b) for b in WHOLE_BLOCKS),
-    # ... and the three-launch splits' chunk loops pipelined (column blocks; other long rows).
-    {"COLUMN_STAGES": 2},
-    {"COLUMN_STAGES": 3},
-    {"COLUMN_STAGES": 3, "COLUMN_BT": 8},
-    {"COLUMN_STAGES": 3, "COLUMN_SEGMENT_CHUNKS": 16},
-    {"SPLIT_STAGES": 2},
-    {"SPLIT_STAGES": 3},
-]  # tune.py's pipeline mode (run 12)
-
-
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -239,7 +198,6 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # configurations are in commit c6e7eb5.
     *SEGMENTS,
     *COMBOS,
-    *PIPELINE,
 ]
 
 
@@ -318,8 +276,6 @@ def _selected(cfg, mode):
         return not cfg or cfg in SEGMENTS
     if mode == "combos":
         return not cfg or cfg in COMBOS
-    if mode == "pipeline":
-        return not cfg or cfg in PIPELINE
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -335,9 +291,6 @@ def _shape_selected(shape, axis, mode):
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     if mode == "vec8":
         return axis == 1 and shape[1] % 8 == 0 and shape[1] >= 128
-    if mode == "pipeline":  # whole columns' candidates, the column blocks' splits, long rows
-        columns = time_major and shape[0] >= 64 and shape[1] >= 32 and (shape[1] >= 4096 or shape[0] >= 256)
-        return columns or len(shape) == 1 or shape[-1] >= 131072
     if mode in ("segments", "combos"):  # the rows that split in three launches: time-major 256+ steps, long rows
         return (time_major and shape[0] >= 256) or len(shape) == 1 or shape[-1] >= 131072
     return True

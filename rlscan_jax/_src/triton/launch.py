@@ -268,23 +268,6 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 256
-# Software pipelining of the chunk loop (the kernels' STAGES, `tl.range(CPS, num_stages=STAGES)`):
-# with STAGES > 1 triton copies the loads of the next STAGES - 1 chunks into shared memory with
-# cp.async while a chunk is scanned, so a program has several chunks in flight instead of one
-# (1-byte flags read as 32-bit words for it, load_flag's PACK). COLUMN_STAGES for the column
-# blocks (every phase), SPLIT_STAGES for the other three-launch splits. 1: off.
-COLUMN_STAGES = 1
-SPLIT_STAGES = 1
-# Whole columns: time-major rows of at least COLUMN_WHOLE_MIN_T steps, at least COLUMN_WHOLE_MIN_N
-# of them (0: off), scanned in one pass without the split (inputs read once), a program walking
-# whole columns of blocks [COLUMN_WHOLE_BT, COLUMN_WHOLE_BB] with COLUMN_WHOLE_STAGES stages: with
-# 2^14 columns a thread each, the GPU holds only 4 warps an SM, and the pipeline is what keeps
-# enough bytes in flight. Prepared, not yet measured.
-COLUMN_WHOLE_MIN_N = 0
-COLUMN_WHOLE_MIN_T = 64
-COLUMN_WHOLE_BT = 8
-COLUMN_WHOLE_BB = 64
-COLUMN_WHOLE_STAGES = 3
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -323,7 +306,6 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
-    stages: int = 1  # the chunk loop's software pipeline (COLUMN_STAGES, SPLIT_STAGES)
 
 
 def plan(
@@ -346,8 +328,6 @@ def plan(
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
-    if g.layout == 0 and COLUMN_WHOLE_MIN_N and N >= COLUMN_WHOLE_MIN_N and T >= COLUMN_WHOLE_MIN_T:
-        return _whole_column_plan(g)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
         return _column_plan(g)
     if g.layout == 1:
@@ -384,8 +364,7 @@ def plan(
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
-    stages = SPLIT_STAGES if cps > 1 else 1
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps, stages=stages)
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
 def _column_plan(g: Geometry) -> Plan:
@@ -395,27 +374,11 @@ def _column_plan(g: Geometry) -> Plan:
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps, stages=COLUMN_STAGES if cps > 1 else 1)
-
-
-def _whole_column_plan(g: Geometry) -> Plan:
-    """Time-major whole columns (COLUMN_WHOLE_MIN_N): one pass, a thread for each column, pipelined."""
-    BB = min(next_pow2(g.N), COLUMN_WHOLE_BB)
-    BT = max(2, min(next_pow2(g.T), COLUMN_WHOLE_BT))
-    chunks = cdiv(g.T, BT)
-    return _plan(g, BT, BB, 1, chunks, False, max(1, BB // 32), stages=COLUMN_WHOLE_STAGES if chunks > 1 else 1)
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
 
 
 def _plan(
-    g: Geometry,
-    BT: int,
-    BB: int,
-    nseg: int,
-    cps: int,
-    lookback: bool,
-    num_warps: int = 0,
-    max_warps: int = 0,
-    stages: int = 1,
+    g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, num_warps: int = 0, max_warps: int = 0
 ) -> Plan:
     """num_warps: as given, else THREADS_PER_ELEM's, capped at max_warps (default MAX_WARPS, or
     MAX_WARPS_TIME_MAJOR for a time-major launch that would not fill the GPU)."""
@@ -426,7 +389,7 @@ def _plan(
             if g.layout == 0 and cdiv(g.N, BB) * nseg * MAX_WARPS < FILL_WARPS:
                 max_warps = MAX_WARPS_TIME_MAJOR
         num_warps = min(max_warps, max(1, int(BT * BB * THREADS_PER_ELEM) // 32))
-    return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback, stages)
+    return Plan(BT, BB, cdiv(g.N, BB), nseg, cps, big, num_warps, lookback)
 
 
 def carry_blocks(nseg: int, N: int) -> tuple[int, int]:
@@ -503,8 +466,6 @@ def scan_call(
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
-    flag_sizes = [a.size for a in inputs if a.dtype.itemsize == 1]  # the 1-byte flags (load_flag's PACK)
-    meta.update(STAGES=p.stages, PACK=p.stages > 1 and bool(flag_sizes) and all(n % 4 == 0 for n in flag_sizes))
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32

@@ -157,20 +157,9 @@ def load(p, off, m, F64: tl.constexpr, volatile: tl.constexpr = False):
 
 
 @triton.jit
-def load_flag(p, off, m, PACK: tl.constexpr = False):
-    """A flag of any dtype as int1 (non-zero is true; outside the mask false).
-
-    With PACK (launch.scan_call: a pipelined loop, STAGES > 1, over flag arrays whose sizes are
-    multiples of 4), a flag of one byte is read as the aligned 32-bit word that holds it, and its
-    byte selected: the pipeliner copies a loop's loads ahead with cp.async, which moves 4 bytes at
-    least, so a byte load would stay synchronous and stall every chunk. The word never reaches
-    past the array's end (its size is a multiple of 4).
-    """
-    if PACK and p.dtype.element_ty.primitive_bitwidth <= 8:
-        w = tl.load(p.to(tl.pointer_type(tl.int32), bitcast=True) + off // 4, mask=m, other=0)
-        return ((w >> ((off % 4).to(tl.int32) * 8)) & 0xFF) != 0
-    else:
-        return tl.load(p + off, mask=m, other=0) != 0
+def load_flag(p, off, m):
+    """A flag of any dtype as int1 (non-zero is true; outside the mask false)."""
+    return tl.load(p + off, mask=m, other=0) != 0
 
 
 @triton.jit

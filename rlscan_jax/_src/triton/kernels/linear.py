@@ -55,14 +55,12 @@ def linear_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
-    STAGES: tl.constexpr,
-    PACK: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
-    for k in tl.range(CPS, num_stages=STAGES):
+    for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
@@ -80,9 +78,9 @@ def linear_kernel(
         if HAS_RESET:
             if RESET_PREV:
                 p_off = common.step_offsets(o_t - 1, o_n, T, INNER, FEAT, off - ts, HAS_FEAT)
-                reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None], PACK)
+                reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
             else:
-                reset = reset | common.load_flag(p_reset, s_off, m, PACK)
+                reset = reset | common.load_flag(p_reset, s_off, m)
         A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(

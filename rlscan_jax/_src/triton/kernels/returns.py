@@ -50,8 +50,6 @@ def returns_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
-    STAGES: tl.constexpr,
-    PACK: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
@@ -61,7 +59,7 @@ def returns_kernel(
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
-    for k in tl.range(CPS, num_stages=STAGES):
+    for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
@@ -78,10 +76,10 @@ def returns_kernel(
                 b_nv = tl.where(last, b_boot[None, :], b_nv)
         term = last & False
         if HAS_TERM:
-            term = common.load_flag(p_term, off, m, PACK)
+            term = common.load_flag(p_term, off, m)
             done = done | term
         if HAS_TRUNC:
-            done = done | common.load_flag(p_trunc, off, m, PACK)
+            done = done | common.load_flag(p_trunc, off, m)
         b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
         if LAMBDA:
             b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)

@@ -53,13 +53,11 @@ def vtrace_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
-    STAGES: tl.constexpr,
-    PACK: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
-    for k in tl.range(CPS, num_stages=STAGES):
+    for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
         last = common.edge(o_t, o_n, T - 1)
@@ -83,11 +81,11 @@ def vtrace_kernel(
         done = last
         term = last & False
         if HAS_TERM:
-            term = common.load_flag(p_term, off, m, PACK)
+            term = common.load_flag(p_term, off, m)
             b_disc = tl.where(term, 0.0, b_disc)
             done = done | term
         if HAS_TRUNC:
-            done = done | common.load_flag(p_trunc, off, m, PACK)
+            done = done | common.load_flag(p_trunc, off, m)
         A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True, VEC)
         if PHASE == 3:
             ch = common.lookback(
