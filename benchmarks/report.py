@@ -3,6 +3,7 @@
     python -m benchmarks.report benchmarks/results/h200.json            # -> h200.md, h200_bandwidth.png
     python -m benchmarks.report benchmarks/results/h200.json --targets
     python -m benchmarks.report a.json b.json --merged-out benchmarks/results/h200.json   # join parts
+    python -m benchmarks.report h200.json --targets --copy-floor benchmarks/results/copy_floor_h200.json
 
 Definitions (per op, N×T, layout, dtype, mode):
 - bandwidth limit: bytes_min / copy bandwidth, the time a kernel that moves only the
@@ -10,7 +11,10 @@ Definitions (per op, N×T, layout, dtype, mode):
 - % of the limit: limit / device time (in-jit time where no device time was measured,
   marked *);
 - speed-up vs X: X's in-jit time / the subject's in-jit time, both on the same inputs in the
-  same run (in-jit time is what a jitted training step pays, launch gaps included).
+  same run (in-jit time is what a jitted training step pays, launch gaps included);
+- vs copy (with --copy-floor, benchmarks.copy_floor's curve): the device time of a plain copy
+  moving bytes_min / the subject's device time, how close a case comes to the fastest call of
+  its size (small calls cannot reach the large copy's rate that the limit assumes).
 Cases that failed the correctness gate carry no time and never count as a speed-up.
 """
 
@@ -21,7 +25,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from benchmarks import run, shapes
+from benchmarks import copy_floor, run, shapes
 
 BASELINES = ("associative", "sequential", "rlax")
 BIG = 2**22
@@ -114,9 +118,13 @@ def _us(x) -> str:
     return "" if x is None else f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
 
 
-def markdown_table(head: dict, records: Sequence[dict], subject: str | None = None) -> str:
-    """Per op / shape / layout / dtype / mode: the subject's times, % of the limit, speed-ups."""
+def markdown_table(
+    head: dict, records: Sequence[dict], subject: str | None = None, floor: Sequence[dict] | None = None
+) -> str:
+    """Per op / shape / layout / dtype / mode: the subject's times, % of the limit, speed-ups, and
+    with a copy-floor curve (`floor`) the same-size copy's device time over the subject's."""
     subject = subject_of(records, subject)
+    vs_copy = " vs copy |" if floor else ""
     idx = _index(records)
     lines = [
         f"Subject: **{subject}**. Device: {head.get('device')} ({head.get('platform')}), "
@@ -127,11 +135,17 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
         "Speed-ups are in-jit time ratios. Device µs marked † were timed with the L2 cache flushed before "
         "each call (`--l2-flush-mib`); the others before the harness flushed it, so a case whose bytes fit "
         "the L2 may have read part of its inputs from there. ‡: a launch plan other than the shipped "
-        "one (`--launch`, see the record's `launch`).",
+        "one (`--launch`, see the record's `launch`)."
+        + (
+            " vs copy: a plain copy moving the case's bytes_min (device time, L2 flushed; "
+            "benchmarks.copy_floor) over the device time."
+            if floor
+            else ""
+        ),
         "",
-        f"| op | N×T | layout | dtype | mode | device µs | in-jit µs | % limit | "
+        f"| op | N×T | layout | dtype | mode | device µs | in-jit µs | % limit |{vs_copy} "
         f"{' | '.join(f'vs {b}' for b in BASELINES if b != subject)} |",
-        "|" + "---|" * (8 + sum(b != subject for b in BASELINES)),
+        "|" + "---|" * (8 + bool(floor) + sum(b != subject for b in BASELINES)),
     ]
     for op, n, t, layout, dtype, mode in _order(records):
         s = idx.get((op, subject, layout, dtype, n, t, mode))
@@ -141,7 +155,7 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
         if s["status"] != "ok":
             note = f"max_err {s.get('max_err')}" if s["status"] == "failed" else (s.get("note") or "")
             note = note.replace("|", "/")
-            row += [s["status"].upper(), "", note]
+            row += [s["status"].upper(), "", note] + [""] * bool(floor)
             row += ["" for b in BASELINES if b != subject]
         else:
             frac, device = fraction(s)
@@ -149,6 +163,9 @@ def markdown_table(head: dict, records: Sequence[dict], subject: str | None = No
             flushed += "‡" if s.get("launch") else ""
             row += [_us(s.get("device_us")) + flushed, _us(s.get("injit_us"))]
             row += ["" if frac is None else f"{100 * frac:.0f}%{'' if device else '*'}"]
+            if floor:
+                c = copy_floor.floor_us(floor, s["bytes_min"])
+                row += ["" if c is None or not s.get("device_us") else f"{100 * c / s['device_us']:.0f}%"]
             row += [_cell_speedup(s, idx.get((op, b, layout, dtype, n, t, mode))) for b in BASELINES if b != subject]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
@@ -393,6 +410,31 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
     return [c.result() for c in checks]
 
 
+def floor_summary(records: Sequence[dict], floor: Sequence[dict], subject: str = "triton") -> list[str]:
+    """For the fraction targets' float32 forward shapes: the fraction of the limit that a plain copy
+    of the same bytes reaches (its device time, `floor`), and the subject's, by shape and layout."""
+    odd = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
+    lines = []
+    groups: dict = {}
+    for r in _rows(records, subject, dtype="float32", mode="fwd"):
+        if r["status"] != "ok" or not r.get("device_us") or not r.get("copy_bw_gbps"):
+            continue
+        if (r["N"], r["T"]) not in odd and r["N"] * r["T"] < BIG:
+            continue
+        c = copy_floor.floor_us(floor, r["bytes_min"])
+        if c is None:
+            continue
+        limit = r["bytes_min"] / (r["copy_bw_gbps"] * 1e3)
+        groups.setdefault((r["N"], r["T"], r["layout"]), []).append((limit / c, limit / r["device_us"]))
+    for (n, t, layout), v in sorted(groups.items(), key=lambda kv: (kv[0][0] * kv[0][1], kv[0])):
+        cf, sf = [x for x, _ in v], [y for _, y in v]
+        lines.append(
+            f"{n}x{t} {layout}: a copy of the same bytes {100 * min(cf):.0f}-{100 * max(cf):.0f}% of the limit; "
+            f"{subject} {100 * min(sf):.0f}-{100 * max(sf):.0f}% ({len(v)} ops)"
+        )
+    return lines
+
+
 # --------------------------------------------------------------------------- command line
 
 
@@ -406,7 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--targets", action="store_true", help="print which performance targets are met / missed")
     p.add_argument("--strict", action="store_true", help="with --targets: exit 1 if any target is missed")
     p.add_argument("--no-plot", action="store_true")
+    p.add_argument("--copy-floor", help="benchmarks.copy_floor's JSON: a vs-copy column, and the floor with --targets")
     a = p.parse_args(argv)
+    floor = copy_floor.load(a.copy_floor) if a.copy_floor else None
 
     head, records = load(a.results)
     if a.merged_out:
@@ -418,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     md = os.path.join(out_dir, f"{stem}.md")
     with open(md, "w") as f:
         f.write(f"# Benchmark results: {stem}\n\n")
-        f.write(markdown_table(head, records, a.subject))
+        f.write(markdown_table(head, records, a.subject, floor))
     print(f"wrote {md}")
     if not a.no_plot:
         print(f"wrote {plot(head, records, os.path.join(out_dir, f'{stem}_bandwidth.png'), a.subject)}")
@@ -429,6 +473,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for status, detail in targets(head, records, subject):
             print(f"  [{status}] {detail}")
             code |= a.strict and status == "MISSED"
+        if floor:
+            print("\nA plain copy of each case's bytes_min (device time, benchmarks.copy_floor), fp32 fwd:")
+            for line in floor_summary(records, floor, subject):
+                print(f"  {line}")
     return int(code)
 
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from benchmarks import devicetime, report, run, shapes
+from benchmarks import copy_floor, devicetime, report, run, shapes
 
 
 def test_quick_run_and_report(tmp_path, capsys):
@@ -272,6 +272,37 @@ def test_targets_on_made_up_records():
     assert results["in-jit ≤ 1.5× device time at N·T ≥ 2^22"] == "MET"
     frac, device = report.fraction(records[0])
     assert device and frac == pytest.approx(0.85)
+
+
+def test_copy_floor_curve_and_report(tmp_path, capsys):
+    """benchmarks.copy_floor runs (wall clock on the CPU), its sizes double per_octave times an
+    octave, its interpolation is log-log linear, and the report's vs-copy column and floor lines
+    come from it: a case whose device time equals a copy of its bytes reads 100 %."""
+    assert (
+        copy_floor.main([str(tmp_path / "cf.json"), "--lo", "16", "--hi", "17", "--per-octave", "2", "--windows", "2"])
+        == 0
+    )
+    measured = copy_floor.load(tmp_path / "cf.json")
+    assert [r["bytes_moved"] for r in measured] == [65536, 92680, 131072]
+    assert all(r["wall_us"] > 0 and r["samples"] == 2 for r in measured)
+    # A made-up device curve: 2 µs at 1 MB, 8 µs at 16 MB, so 4 µs at 4 MB (log-log midpoint).
+    curve = [{"bytes_moved": 2**20, "device_us": 2.0}, {"bytes_moved": 2**24, "device_us": 8.0}]
+    assert copy_floor.floor_us(curve, 2**22) == pytest.approx(4.0)
+    assert copy_floor.floor_us(curve, 2**20) == pytest.approx(2.0)
+    assert copy_floor.floor_us(curve, 2**25) is None and copy_floor.floor_us(curve, 2**19) is None
+    r = _record("triton", 32768, 8, fraction=0.3)
+    curve = [{"bytes_moved": r["bytes_min"] // 2, "device_us": r["device_us"] / 2},
+             {"bytes_moved": r["bytes_min"] * 2, "device_us": r["device_us"] * 2}]  # fmt: skip
+    md = report.markdown_table({}, [r], "triton", curve)
+    assert "vs copy |" in md and "| 30% | 100% |" in md, md
+    lines = report.floor_summary([r], curve)
+    assert lines == ["32768x8 time_major: a copy of the same bytes 30-30% of the limit; triton 30-30% (1 ops)"]
+    (tmp_path / "curve.json").write_text(json.dumps({"records": curve}))
+    results = tmp_path / "r.json"
+    run.write_results(str(results), {"record": "header"}, [r])
+    capsys.readouterr()
+    assert report.main([str(results), "--no-plot", "--targets", "--copy-floor", str(tmp_path / "curve.json")]) == 0
+    assert "a copy of the same bytes 30-30%" in capsys.readouterr().out
 
 
 def test_ppo_update_quick(tmp_path):
