@@ -101,13 +101,17 @@ def shard(
     summary: int | None = 0,
     attempt: int = 1,
     only: str | None = None,
+    selection: str | None = None,
 ) -> str:
     """One process as sanitize.sh writes it: header, output, the sanitizer's summary, end line.
 
-    Racecheck's summary is its RACECHECK SUMMARY line (it prints no ERROR SUMMARY).
+    Racecheck's summary is its RACECHECK SUMMARY line (it prints no ERROR SUMMARY). `selection`:
+    the sweep's own `--only` (DRIVER_ARGS), which comes before the process's `--shard` or `--only`.
     """
     tag = f" attempt {attempt}" if attempt > 1 else ""
     which = f"--only {only}" if only else f"--shard {i}/{n}"
+    if selection:
+        which = f"--only {selection} {which}"
     if run == "plain":
         lines = [f"##### shard {i}/{n} of plain: python3 driver {which}", *body]
     else:
@@ -122,10 +126,10 @@ def shard(
     return "\n".join(lines) + "\n"
 
 
-def crashed(run: str, i: int, at: int | None, *, attempt: int = 1, calls=None, only: str | None = None) -> str:
+def crashed(run: str, i: int, at: int | None, *, attempt: int = 1, calls=None, only: str | None = None, **kw) -> str:
     """A process of shard i/2 whose sanitizer crashed (exit status 139) with call `at` in flight."""
     body = driver(SHARDS[i] if calls is None else calls, crash_at=at, cut="result" if at is None else None)
-    return shard(run, i, 2, body, rc=CRASH, summary=None, attempt=attempt, only=only)
+    return shard(run, i, 2, body, rc=CRASH, summary=None, attempt=attempt, only=only, **kw)
 
 
 def canary(detected: bool = True) -> str:
@@ -311,6 +315,27 @@ def test_a_crash_retried_once_then_complete_is_clean(tmp_path):
     assert run["retried"] == [{"shard": "1/2", "processes": 2, "checked": True, "exit_codes": [CRASH, 0]}]
     assert run["crashing_calls"] == run["unchecked_calls"] == []
     assert run["calls"] == {"calls": 6, "ok": 6, "mismatched": 0, "failed": 0, "unchecked": 0}
+
+
+def test_a_sweep_of_selected_calls_retried_whole_is_checked(tmp_path):
+    """With the sweep's own `--only` (DRIVER_ARGS) every process's command has one; a process that
+    runs its whole shard (`--shard` after it) still counts as the whole shard, so a crash retried
+    whole and then complete leaves the shard checked (run 12's VEC 8 sweep read "incomplete")."""
+    sel = "0-5"
+    log = shard("memcheck", 0, 2, driver(SHARDS[0]), selection=sel)
+    log += crashed("memcheck", 1, 4, selection=sel) + shard(
+        "memcheck", 1, 2, driver(SHARDS[1]), attempt=2, selection=sel
+    )
+    plain = "".join(shard("plain", i, 2, driver(SHARDS[i]), summary=None, selection=sel) for i in range(2))
+    s = summarize(write_sweep(tmp_path, plain=plain, memcheck=log))
+    run = s["runs"]["memcheck"]
+    assert run["retried"] == [{"shard": "1/2", "processes": 2, "checked": True, "exit_codes": [CRASH, 0]}]
+    assert run["verdict"] == "clean" and s["verdict"] == "clean", s["notes"]
+    # a part of a shard (its own --only after the selection) is still only that part
+    part = shard("memcheck", 1, 2, driver([3]), attempt=2, only="3", selection=sel)
+    log = shard("memcheck", 0, 2, driver(SHARDS[0]), selection=sel) + crashed("memcheck", 1, 4, selection=sel) + part
+    run = summarize(write_sweep(tmp_path, plain=plain, memcheck=log))["runs"]["memcheck"]
+    assert run["verdict"] == "incomplete" and run["retried"][0]["checked"] is False, run
 
 
 def pinned_log(call: int) -> str:

@@ -51,6 +51,7 @@ RACE_WARNING = re.compile(r"^=+\s+Warning: Race reported")
 TIMEOUT_CODES = (124, 137, -9, -15)  # timeout(1), SIGKILL, and the same as negative statuses
 CRASH_CODES = (134, 135, 139, -6, -7, -11)  # SIGABRT, SIGBUS, SIGSEGV (128 + signal, or negative)
 ONLY = re.compile(r"--only[ =](\S+)")
+SHARD = re.compile(r"--shard[ =](\S+)")
 CANARY_REPORT = "Invalid __global__ read"
 KERNEL_FILTER = re.compile(r"--kernel-(name|regex)\b")
 
@@ -130,7 +131,7 @@ def analyse_shard(shard: dict, sanitized: bool) -> dict:
     result = _json_after("SWEEP-RESULT ", lines)
     done = any(line.startswith("SWEEP-DONE") for line in lines)
     given, finished, in_flight = _calls(lines)
-    only = ONLY.search(shard["command"])
+    only = _own_only(shard["command"])
     rc = shard["rc"]
     problems = []
     if not shard["ended"]:
@@ -175,6 +176,18 @@ def analyse_shard(shard: dict, sanitized: bool) -> dict:
         "result": result,
         "env": _json_after("SWEEP-ENV ", lines),
     }
+
+
+def _own_only(command: str) -> re.Match | None:
+    """The `--only` that picks a process's calls out of its shard: the last one (the driver's
+    argparse keeps the last), unless a `--shard` follows it. sanitize.sh appends `--shard I/N` to
+    a process that runs its whole shard and `--only` to one that runs part of it, after
+    DRIVER_ARGS, whose own `--only` (the sweep's selection, sliced by `--shard`) is not a part."""
+    onlys = list(ONLY.finditer(command))
+    shards = list(SHARD.finditer(command))
+    if not onlys or (shards and shards[-1].start() > onlys[-1].start()):
+        return None
+    return onlys[-1]
 
 
 def parse_only(spec: str) -> list[int]:
