@@ -29,9 +29,14 @@ from benchmarks import devicetime, run
 
 
 def sizes(lo: int, hi: int, per_octave: int) -> list[int]:
-    """Bytes moved, from 2^lo to 2^hi, `per_octave` sizes per doubling, each a multiple of 8 bytes."""
+    """Bytes moved, from 2^lo to 2^hi, `per_octave` sizes per doubling, each a multiple of 4 KiB.
+
+    XLA copies an array whose length is not a multiple of its vector width at a fraction of the
+    rate (on an H200, 2965821 float32 elements took 15.2 µs where 4194304 took 9.2), while every
+    case of the grid moves a multiple of 4 KiB; so the sizes are too, and the curve is the floor.
+    """
     steps = (hi - lo) * per_octave
-    return sorted({8 * round(2 ** (lo + i / per_octave) / 8) for i in range(steps + 1)})
+    return sorted({4096 * max(1, round(2 ** (lo + i / per_octave) / 4096)) for i in range(steps + 1)})
 
 
 def measure(nbytes: Sequence[int], windows: int, flush_bytes: int) -> list[dict]:

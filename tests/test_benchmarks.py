@@ -283,7 +283,7 @@ def test_copy_floor_curve_and_report(tmp_path, capsys):
         == 0
     )
     measured = copy_floor.load(tmp_path / "cf.json")
-    assert [r["bytes_moved"] for r in measured] == [65536, 92680, 131072]
+    assert [r["bytes_moved"] for r in measured] == [65536, 94208, 131072]  # 2^16.5 rounded to 4 KiB
     assert all(r["wall_us"] > 0 and r["samples"] == 2 for r in measured)
     # A made-up device curve: 2 µs at 1 MB, 8 µs at 16 MB, so 4 µs at 4 MB (log-log midpoint).
     curve = [{"bytes_moved": 2**20, "device_us": 2.0}, {"bytes_moved": 2**24, "device_us": 8.0}]
