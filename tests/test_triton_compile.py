@@ -188,7 +188,7 @@ def test_column_blocks_give_each_thread_whole_columns():
     seen = 0
     for n, t in itertools.product((32, 33, 100, 256, 1000, 4096, 65540), (129, 512, 1000, 4096, 2**20)):
         p = launch.plan(launch.geometry((t, n), 0))
-        assert p.BB == 32 * p.num_warps and p.BB <= launch.COLUMNS_TIME_MAJOR, (t, n, p)
+        assert p.BB == 32 * p.num_warps * p.cvec and p.BB <= launch.COLUMNS_TIME_MAJOR, (t, n, p)
         assert p.row_blocks * p.BB >= n and p.nseg * p.cps * p.BT >= t > (p.nseg - 1) * p.cps * p.BT, (t, n, p)
         assert p.nseg <= launch.COLUMN_MAX_SEGMENTS and not p.lookback, (t, n, p)
         seen += 1
@@ -220,6 +220,26 @@ def _l2_order_variants():
     return out
 
 
+def _column_vector_variants():
+    """Time-major variants rebuilt with vector loads across columns (launch.COLUMN_VEC, off): CVEC 2
+    and 4 in blocks of 256 columns (4 and 2 warps) for every PHASE 0-2 variant; in blocks of 512
+    (8 and 4 warps) for each kernel's first float32 PHASE 2 variant (tune.py's cvec mode)."""
+    out, seen = [], set()
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("LAYOUT") != 0 or c.get("PHASE") not in (0, 1, 2):
+            continue
+        blocks = [(256, 2), (256, 4)]
+        if c["PHASE"] == 2 and "*bf16" not in v.types and v.kernel.fn.__name__ not in seen:
+            seen.add(v.kernel.fn.__name__)
+            blocks += [(512, 2), (512, 4)]
+        for bb, cvec in blocks:
+            flags = {**c, "BT": 4, "BB": bb, "CVEC": cvec}
+            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), bb // (32 * cvec)))
+    assert len(seen) == 5
+    return out
+
+
 @pytest.mark.parametrize(
     "variant",
     VARIANTS
@@ -228,7 +248,8 @@ def _l2_order_variants():
     + _column_blocks()
     + _fold_carry_variants()
     + _carry_blocks()
-    + _l2_order_variants(),
+    + _l2_order_variants()
+    + _column_vector_variants(),
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):

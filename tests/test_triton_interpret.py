@@ -197,6 +197,24 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
             assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
 
 
+@pytest.mark.parametrize("op", list(cases.OPS))
+def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
+    """The "columns" split with vector loads across columns (launch.COLUMN_VEC = 2): 4 time-major
+    rows launch CVEC = 2 (and match the oracle, forward); 3 rows (odd) launch CVEC = 1, unless
+    trailing feature axes of 2 make them 6 (eligibility traces' "feat")."""
+    from rlscan_jax._src.triton import launch
+
+    with _tiny_blocks(monkeypatch, "columns"):
+        monkeypatch.setattr(launch, "COLUMN_VEC", 2)
+        monkeypatch.setattr(launch, "COLUMN_VEC_16BIT", 2)
+        seen = _spy_launches(monkeypatch, "CVEC")
+        for batch, cvec in (((4,), 2), ((3,), 2 if "feat" in cases.MAIN_MODE[op] else 1)):
+            seen.clear()
+            inp = _case(op, cases.MAIN_MODE[op], 37, batch, 0).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(batch))
+            assert {s[1] for s in seen if s[0] != "carry_kernel"} == {cvec}, seen
+
+
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
 VEC_CASES = [
     _case(op, mode, 36, (3,), -1) for op, spec in cases.OPS.items() for mode in spec.modes if "feat" not in mode

@@ -42,7 +42,8 @@ def stable_name(name: str) -> str:
     of every chunk before; the flag was there from 142c23d until the windowed fold was measured
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
     FENCE=False (the look-back's acquire RMWs, as before the flag), WALK_BACK=False and
-    STREAM=False (PHASE 1 in scan order and plain stores, as before those flags).
+    STREAM=False (PHASE 1 in scan order and plain stores, as before those flags), and CVEC=1
+    (no vector hint across time-major columns, as before the flag).
     """
     return (
         name.replace(",VEC=1,", ",")
@@ -52,6 +53,8 @@ def stable_name(name: str) -> str:
         .replace(",FENCE=False", "")
         .replace(",STREAM=False", "")
         .replace(",WALK_BACK=False", "")
+        .replace(",CVEC=1,", ",")
+        .replace(",CVEC=1]", "]")
     )
 
 

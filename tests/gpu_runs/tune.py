@@ -1,6 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
-Usage: python tests/gpu_runs/tune.py OUT.json [ops] [time_major|columns|vector|fence|carry|vec8|segments|combos]
+Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
+MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
@@ -8,7 +9,9 @@ VECTOR_SPLIT_ELEMS; fence: every shape, the configurations of LOOKBACK_FENCE and
 plans they are compared with; carry: the shapes of columns, only carry_kernel's blocks and the two-launch split;
 vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; segments: the rows
 that split in three launches, and the configurations of more segments a row (SEGMENTS); combos:
-the same rows, and SEGMENTS' winners together (COMBOS)).
+the same rows, and SEGMENTS' winners together (COMBOS); cvec: time-major rows of 256+ steps, and
+vector loads across the column blocks' columns (CVEC)). TUNE_DTYPE=bfloat16 rounds the floating
+inputs to bfloat16 (default float32).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -123,6 +126,16 @@ COMBOS = [
 ]  # tune.py's combos mode (run 11b)
 
 
+# Vector loads across time-major columns (launch.COLUMN_VEC, COLUMN_VEC_16BIT): a thread loads 2 or
+# 4 neighbouring columns at once, in blocks of 256 columns (fewer warps) or 512.
+CVEC = [
+    {"COLUMN_VEC": 2, "COLUMN_VEC_16BIT": 2},
+    {"COLUMN_VEC": 4, "COLUMN_VEC_16BIT": 4},
+    {"COLUMN_VEC": 2, "COLUMN_VEC_16BIT": 2, "COLUMNS_TIME_MAJOR": 512},
+    {"COLUMN_VEC": 4, "COLUMN_VEC_16BIT": 4, "COLUMNS_TIME_MAJOR": 512},
+]  # tune.py's cvec mode (run 13)
+
+
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -198,6 +211,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     # configurations are in commit c6e7eb5.
     *SEGMENTS,
     *COMBOS,
+    *CVEC,
 ]
 
 
@@ -212,13 +226,29 @@ def inputs(op, shape, axis):
     r = jax.random.normal(key[0], shape, jnp.float32)
     v = jax.random.normal(key[1], shape, jnp.float32)
     done = jax.random.bernoulli(key[2], 0.02, shape)
+    dtype = jnp.dtype(os.environ.get("TUNE_DTYPE", "float32"))
+    r, v = r.astype(dtype), v.astype(dtype)
+    size = dtype.itemsize
     batch = tuple(s for i, s in enumerate(shape) if i != axis)
     boot = jnp.zeros(batch, jnp.float32)
     if op == "gae":
-        return (r, v, done, boot), r.size * 17
+        return (r, v, done, boot), r.size * (4 * size + 1)
     if op in ("vtrace", "retrace"):
-        return (r, v, v * 0.5, v * 0.1, done, boot), r.size * 21
-    return (r, done), r.size * 9
+        return (r, v, v * 0.5, v * 0.1, done, boot), r.size * (5 * size + 1)
+    return (r, done), r.size * (2 * size + 1)
+
+
+# A plan passes when its outputs are within TOLERANCE of associative's on the same inputs: absolute
+# for float32, relative to the output's largest magnitude (at least 1) for 16-bit inputs, whose
+# outputs round to 8 bits of mantissa (the tests' bfloat16 tolerance).
+TOLERANCE = 1.6e-2 if jnp.dtype(os.environ.get("TUNE_DTYPE", "float32")).itemsize == 2 else 1e-3
+
+
+def _error(a, b):
+    err = jnp.max(jnp.abs(a.astype(jnp.float32) - b.astype(jnp.float32)))
+    if a.dtype.itemsize == 2:
+        err = err / jnp.maximum(1.0, jnp.max(jnp.abs(b.astype(jnp.float32))))
+    return float(err)
 
 
 def make(op, args, axis, impl):
@@ -276,6 +306,8 @@ def _selected(cfg, mode):
         return not cfg or cfg in SEGMENTS
     if mode == "combos":
         return not cfg or cfg in COMBOS
+    if mode == "cvec":
+        return not cfg or cfg in CVEC
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -285,7 +317,7 @@ def _shape_selected(shape, axis, mode):
     time_major = axis == 0 and len(shape) > 1
     if mode == "time_major":
         return time_major
-    if mode in ("columns", "carry"):
+    if mode in ("columns", "carry", "cvec"):
         return time_major and shape[0] >= 256
     if mode == "vector":
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
@@ -344,6 +376,7 @@ def main(out, ops_=("gae",), mode=None):
                     p.lookback and launch.LOOKBACK_FENCE,
                     split and KERNEL[op] in launch.SUMMARY_WALK_BACK and p.cps > 1,
                     split and launch.STREAM_STORES,
+                    p.cvec,
                 )
                 if p in seen:
                     continue
@@ -359,11 +392,11 @@ def main(out, ops_=("gae",), mode=None):
                 errs = []
                 for fn in fns:
                     got = jax.tree.leaves(fn())
-                    errs.append(max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(got, ref)))
+                    errs.append(max(_error(a, b) for a, b in zip(got, ref)))
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout, fence, back, stream), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout, fence, back, stream, _), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
@@ -371,11 +404,12 @@ def main(out, ops_=("gae",), mode=None):
                 plan.update(WALK_BACK=back, STREAM=stream)
                 shape_recs.append(
                     dict(op=op, shape=shape, axis=axis, cfg=cfg, plan=plan, us=us, frac=frac, err=err, events=nev)
+                    | {"dtype": str(args[0].dtype)}
                 )
             records += shape_recs
             for r in shape_recs:
                 print(f"    {r['cfg']} {r['plan']} {r['us']:.1f}us err {r['err']:.1e}", flush=True)
-            ok = [r for r in shape_recs if r["err"] < 1e-3]
+            ok = [r for r in shape_recs if r["err"] < TOLERANCE]
             best = min(ok, key=lambda r: r["us"])
             print(
                 f"{op} {shape} ax{axis}: {len(shape_recs)} plans, best {best['cfg']} {best['plan']} "
@@ -397,7 +431,7 @@ def summary(paths):
         for r in d["records"]:
             by.setdefault((r["op"], tuple(r["shape"]), r["axis"]), []).append(r)
         for (op, shape, axis), rs in by.items():
-            ok = [r for r in rs if r["err"] < 1e-3]
+            ok = [r for r in rs if r["err"] < (1.6e-2 if r.get("dtype") == "bfloat16" else 1e-3)]
             best = min(ok, key=lambda r: r["us"]) if ok else None
             name = f"{op} {'x'.join(map(str, shape))} ax{axis}"
             if best is None:

@@ -268,6 +268,12 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 256
+# Vector loads across columns (the kernels' CVEC): where N is a multiple of COLUMN_VEC
+# (COLUMN_VEC_16BIT for rows of 16-bit inputs, narrow_rows), a column-block thread holds that many
+# neighbouring columns and loads them with one instruction, at one warp for every 32 · COLUMN_VEC
+# columns. 1: off. Prepared, not yet measured.
+COLUMN_VEC = 1
+COLUMN_VEC_16BIT = 1
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -306,6 +312,7 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
+    cvec: int = 1  # columns a thread of a time-major column block loads as a vector (COLUMN_VEC)
 
 
 def plan(
@@ -329,7 +336,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g)
+        return _column_plan(g, narrow)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -367,14 +374,17 @@ def plan(
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
-def _column_plan(g: Geometry) -> Plan:
-    """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block."""
+def _column_plan(g: Geometry, narrow: bool = False) -> Plan:
+    """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block, or
+    for CVEC neighbouring columns (COLUMN_VEC, where N is a multiple of it)."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
-    chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // 32)
+    cvec = COLUMN_VEC_16BIT if narrow else COLUMN_VEC
+    cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
+    chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // (32 * cvec))
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)
+    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)._replace(cvec=cvec)
 
 
 def _plan(
@@ -464,7 +474,7 @@ def scan_call(
     p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
-    meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB)
+    meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)

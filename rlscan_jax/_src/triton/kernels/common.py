@@ -97,6 +97,7 @@ def offsets(
     BT: tl.constexpr,
     REVERSE: tl.constexpr,
     VEC: tl.constexpr = 1,
+    CVEC: tl.constexpr = 1,
 ):
     """Returns o_t [BT], the element offsets [BT, BB], their mask, and the time stride.
 
@@ -104,7 +105,10 @@ def offsets(
     VEC > 1 (batch-major rows whose length T is a multiple of VEC, checked by the launcher) the
     rows stay ascending and the compiler learns that each row starts on a multiple of VEC
     elements, so it loads VEC consecutive steps a thread with one vector instruction; the scan
-    then runs in reverse (`scan`'s VEC).
+    then runs in reverse (`scan`'s VEC). With CVEC > 1 (time-major rows, N a multiple of CVEC,
+    checked by the launcher: launch.COLUMN_VEC) the compiler learns that each time row starts on a
+    multiple of CVEC elements, so a thread loads CVEC neighbouring columns with one instruction;
+    the time order is untouched.
     """
     if REVERSE and VEC == 1:
         o_t = c * BT + (BT - 1 - tl.arange(0, BT))
@@ -112,6 +116,8 @@ def offsets(
         o_t = c * BT + tl.arange(0, BT)
     if VEC > 1:
         T = (T // VEC) * VEC  # the same value; written so, it is known to be a multiple of VEC
+    if CVEC > 1:
+        N = (N // CVEC) * CVEC  # likewise: each time row starts on a multiple of CVEC
     if BIG:
         o_t = o_t.to(tl.int64)
     m = (o_t < T)[:, None] & (o_n < N)[None, :]

@@ -44,13 +44,14 @@ def gae_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
+    CVEC: tl.constexpr,
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC, CVEC)
         last = common.edge(o_t, o_n, T - 1)
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
         b_v = common.load(p_v, off, m, F64)

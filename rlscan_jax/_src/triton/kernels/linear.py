@@ -55,6 +55,7 @@ def linear_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
+    CVEC: tl.constexpr,
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
@@ -62,7 +63,7 @@ def linear_kernel(
     ch, cb = common.init_carry(p_cin, p_init, i_s, o_n, N, PHASE, HAS_INITIAL, F64, FOLD, T, BT, CPS, REVERSE, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE, PHASE, WALK_BACK)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC, CVEC)
         s_off = common.step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT)
         b_x = common.load(p_x, off, m, F64)  # [BT, BB]
         if HAS_B:

@@ -50,6 +50,7 @@ def returns_kernel(
     FENCE: tl.constexpr,
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
+    CVEC: tl.constexpr,
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 
@@ -61,7 +62,7 @@ def returns_kernel(
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, True, KP)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, True, PHASE, WALK_BACK)
-        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, True, VEC, CVEC)
         last = common.edge(o_t, o_n, T - 1)
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
         done = last
