@@ -29,6 +29,8 @@ from benchmarks import copy_floor, run, shapes
 
 BASELINES = ("associative", "sequential", "rlax")
 BIG = 2**22
+# The short-horizon and long-row shapes of the 60 % target (N, T).
+SHORT_LONG = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
 
 
 def load(paths: Sequence[str]) -> tuple[dict, list[dict]]:
@@ -357,9 +359,8 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
     for r in _rows(records, subject, dtype="float32", mode="fwd", **big):
         c.add_value(r, device_fraction(r), lambda v: v >= 0.8)
     checks.append(c)
-    odd = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
     c = _Check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", ".0%")
-    for r in _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in odd):
+    for r in _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in SHORT_LONG):
         c.add_value(r, device_fraction(r), lambda v: v >= 0.6)
     checks.append(c)
     for base, level in (("associative", 3.0), ("sequential", 50.0)):
@@ -413,13 +414,12 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
 def floor_summary(records: Sequence[dict], floor: Sequence[dict], subject: str = "triton") -> list[str]:
     """For the fraction targets' float32 forward shapes: the fraction of the limit that a plain copy
     of the same bytes reaches (its device time, `floor`), and the subject's, by shape and layout."""
-    odd = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
     lines = []
     groups: dict = {}
     for r in _rows(records, subject, dtype="float32", mode="fwd"):
         if r["status"] != "ok" or not r.get("device_us") or not r.get("copy_bw_gbps"):
             continue
-        if (r["N"], r["T"]) not in odd and r["N"] * r["T"] < BIG:
+        if (r["N"], r["T"]) not in SHORT_LONG and r["N"] * r["T"] < BIG:
             continue
         c = copy_floor.floor_us(floor, r["bytes_min"])
         if c is None:

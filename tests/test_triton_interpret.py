@@ -163,14 +163,19 @@ def test_column_blocks_chain_carries_in_rounds(monkeypatch):
     assert ("carry_kernel", None, 1, 4, (1,)) in carries, seen
 
 
+def _gae_matches_oracle(seen: list, axis: int) -> None:
+    """Clears the launches `seen`, then checks GAE (main mode, T = 37, 3 rows on `axis`) against the oracle."""
+    seen.clear()
+    inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+
+
 def test_fold_carry_is_two_launches(monkeypatch):
     """The "fold-carry" split launches PHASE 1 and PHASE 2 with FOLD, and no carry_kernel."""
     with _tiny_blocks(monkeypatch, "fold-carry"):
         seen = _spy_launches(monkeypatch, "PHASE", "FOLD", "KP")
         for axis in (0, -1):
-            seen.clear()
-            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+            _gae_matches_oracle(seen, axis)
             assert [s[:3] for s in seen] == [("gae_kernel", 1, True), ("gae_kernel", 2, True)], seen
             # FOLD_CARRY_ROUND // BB composites a round (time-major blocks of 4 rows: 1; batch-major: 2)
             assert seen[0][3] == seen[1][3] == (1 if axis == 0 else 2), seen
@@ -183,9 +188,7 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
     with _tiny_blocks(monkeypatch, "walk-back"):
         seen = _spy_launches(monkeypatch, "PHASE", "WALK_BACK", "STREAM")
         for axis in (0, -1):
-            seen.clear()
-            inp = _case("gae", cases.MAIN_MODE["gae"], 37, (3,), axis).build()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(axis))
+            _gae_matches_oracle(seen, axis)
             phases = [s[:4] for s in seen]
             assert phases == [
                 ("gae_kernel", 1, True, False),

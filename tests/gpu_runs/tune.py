@@ -376,7 +376,6 @@ def main(out, ops_=("gae",), mode=None):
                     p.lookback and launch.LOOKBACK_FENCE,
                     split and KERNEL[op] in launch.SUMMARY_WALK_BACK and p.cps > 1,
                     split and launch.STREAM_STORES,
-                    p.cvec,
                 )
                 if p in seen:
                     continue
@@ -396,7 +395,7 @@ def main(out, ops_=("gae",), mode=None):
                 jobs = [devicetime.Job(str(i), fn, windows=7) for i, fn in enumerate(fns)]
                 s = devicetime.run(jobs, before_window=flush)
             shape_recs = []
-            for job, err, ((p, vec, kc, layout, fence, back, stream, _), cfg) in zip(jobs, errs, seen.items()):
+            for job, err, ((p, vec, kc, layout, fence, back, stream), cfg) in zip(jobs, errs, seen.items()):
                 samples, nev = devicetime.per_call_us(s.windows[job.name], 1)
                 us = float(np.median(samples))
                 frac = nbytes / (us * 1e-6) / (bw * 1e9)
