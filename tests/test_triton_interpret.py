@@ -202,14 +202,15 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
 
 @pytest.mark.parametrize("op", list(cases.OPS))
 def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
-    """The "columns" split with vector loads across columns (launch.COLUMN_VEC = 2): 4 time-major
+    """The "columns" split with vector loads across columns (launch.COLUMN_VEC 2 for every kernel): 4 time-major
     rows launch CVEC = 2 (and match the oracle, forward); 3 rows (odd) launch CVEC = 1, unless
     trailing feature axes of 2 make them 6 (eligibility traces' "feat")."""
     from rlscan_jax._src.triton import launch
 
     with _tiny_blocks(monkeypatch, "columns"):
-        monkeypatch.setattr(launch, "COLUMN_VEC", 2)
-        monkeypatch.setattr(launch, "COLUMN_VEC_16BIT", 2)
+        every = dict.fromkeys(ALL_KERNELS, 2)
+        monkeypatch.setattr(launch, "COLUMN_VEC", every)
+        monkeypatch.setattr(launch, "COLUMN_VEC_16BIT", every)
         seen = _spy_launches(monkeypatch, "CVEC")
         for batch, cvec in (((4,), 2), ((3,), 2 if "feat" in cases.MAIN_MODE[op] else 1)):
             seen.clear()

@@ -126,13 +126,19 @@ COMBOS = [
 ]  # tune.py's combos mode (run 11b)
 
 
-# Vector loads across time-major columns (launch.COLUMN_VEC, COLUMN_VEC_16BIT): a thread loads 2 or
-# 4 neighbouring columns at once, in blocks of 256 columns (fewer warps) or 512.
+# Vector loads across time-major columns (launch.COLUMN_VEC, COLUMN_VEC_16BIT, by kernel): a thread
+# loads 2 or 4 neighbouring columns at once, in every kernel, in blocks of 256 columns (fewer warps)
+# or 512. Run 13 chose the shipped tables from these.
+def _cvec(width, **more):
+    return {"COLUMN_VEC": dict.fromkeys(_ALL, width), "COLUMN_VEC_16BIT": dict.fromkeys(_ALL, width), **more}
+
+
 CVEC = [
-    {"COLUMN_VEC": 2, "COLUMN_VEC_16BIT": 2},
-    {"COLUMN_VEC": 4, "COLUMN_VEC_16BIT": 4},
-    {"COLUMN_VEC": 2, "COLUMN_VEC_16BIT": 2, "COLUMNS_TIME_MAJOR": 512},
-    {"COLUMN_VEC": 4, "COLUMN_VEC_16BIT": 4, "COLUMNS_TIME_MAJOR": 512},
+    _cvec(1),
+    _cvec(2),
+    _cvec(4),
+    _cvec(2, COLUMNS_TIME_MAJOR=512),
+    _cvec(4, COLUMNS_TIME_MAJOR=512),
 ]  # tune.py's cvec mode (run 13)
 
 
@@ -360,14 +366,15 @@ def main(out, ops_=("gae",), mode=None):
             for cfg in [c for c in CONFIGS if _selected(c, mode)]:
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
-                p = launch.plan(g, *PLAN_ARGS.get(op, lambda: ())())
+                plan_args = (*PLAN_ARGS.get(op, lambda: (None, None, 0))(), launch.narrow_rows(g, args), KERNEL[op])
+                p = launch.plan(g, *plan_args)
                 split = p.nseg > 1 and not p.lookback  # PHASE 1 and 2
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
                 # two-launch split, folding -KC composites a round; else carry_kernel's segments
                 # a round, rows a block and warps)
                 p = (
                     p,
-                    launch.vector_width(g, p),
+                    launch.vector_width(g, p, plan_args[3]),
                     -launch.fold_rounds(p)
                     or (
                         (*launch.carry_blocks(p.nseg, g.N), launch.CARRY_WARPS) if p.nseg > 1 and not p.lookback else 0
