@@ -12,6 +12,7 @@ import pytest
 
 triton = pytest.importorskip("triton", reason="the test extra installs triton")
 
+import cases  # noqa: E402
 import triton_variants  # noqa: E402
 
 VARIANTS = triton_variants.record()
@@ -197,6 +198,24 @@ def test_column_blocks_give_each_thread_whole_columns():
         p = launch.plan(launch.geometry(shape, 0))
         assert p.BB < 32 * p.num_warps, (shape, p)
     assert seen
+
+
+def test_column_vectors_follow_the_ops_tables():
+    """An op named in launch.COLUMN_VEC (COLUMN_VEC_16BIT for 16-bit rows) takes that many columns
+    a thread where N is a multiple of it, at one warp for every 32 · CVEC columns; any other op, or
+    N not a multiple, one column a thread; rows that take other blocks never vectorise across
+    columns."""
+    from rlscan_jax._src.triton import launch
+
+    for narrow, table in ((False, launch.COLUMN_VEC), (True, launch.COLUMN_VEC_16BIT)):
+        assert table and set(table) < set(cases.OPS), table
+        for op in cases.OPS:
+            for n in (4096, 4097, 1000):
+                p = launch.plan(launch.geometry((512, n), 0), narrow=narrow, op=op)
+                want = table.get(op, 1) if n % table.get(op, 1) == 0 else 1
+                assert p.cvec == want and p.BB == 32 * p.num_warps * want, (op, narrow, n, p)
+            assert launch.plan(launch.geometry((128, 4096), 0), narrow=narrow, op=op).cvec == 1, op
+            assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
 
 
 def _l2_order_variants():

@@ -202,13 +202,13 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
 
 @pytest.mark.parametrize("op", list(cases.OPS))
 def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
-    """The "columns" split with vector loads across columns (launch.COLUMN_VEC 2 for every kernel): 4 time-major
+    """The "columns" split with vector loads across columns (launch.COLUMN_VEC 2 for every op): 4 time-major
     rows launch CVEC = 2 (and match the oracle, forward); 3 rows (odd) launch CVEC = 1, unless
     trailing feature axes of 2 make them 6 (eligibility traces' "feat")."""
     from rlscan_jax._src.triton import launch
 
     with _tiny_blocks(monkeypatch, "columns"):
-        every = dict.fromkeys(ALL_KERNELS, 2)
+        every = dict.fromkeys(cases.OPS, 2)
         monkeypatch.setattr(launch, "COLUMN_VEC", every)
         monkeypatch.setattr(launch, "COLUMN_VEC_16BIT", every)
         seen = _spy_launches(monkeypatch, "CVEC")

@@ -26,7 +26,8 @@ def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
     n, t = (int(x) for x in nt.split("x"))
     inputs = shapes.make_inputs(op, n, t, layout, dtype)
     shape = shapes.shape(n, t, layout)
-    print("plan:", launch.plan(launch.geometry(shape, shapes.TIME_AXIS[layout] % 2)), flush=True)
+    g = launch.geometry(shape, shapes.TIME_AXIS[layout] % 2)
+    print("plan:", launch.plan(g, narrow=dtype != "float32", op=op), flush=True)
     f = jax.jit(lambda x: shapes.call(op, x, layout=layout, implementation="triton"))
     for _ in range(3):
         jax.block_until_ready(f(inputs))

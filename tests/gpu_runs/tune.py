@@ -126,11 +126,11 @@ COMBOS = [
 ]  # tune.py's combos mode (run 11b)
 
 
-# Vector loads across time-major columns (launch.COLUMN_VEC, COLUMN_VEC_16BIT, by kernel): a thread
-# loads 2 or 4 neighbouring columns at once, in every kernel, in blocks of 256 columns (fewer warps)
-# or 512. Run 13 chose the shipped tables from these.
+# Vector loads across time-major columns (launch.COLUMN_VEC, COLUMN_VEC_16BIT, by op): a thread
+# loads 2 or 4 neighbouring columns at once, in every op here, in blocks of 256 columns (fewer
+# warps) or 512. Run 13 chose the shipped tables from these.
 def _cvec(width, **more):
-    return {"COLUMN_VEC": dict.fromkeys(_ALL, width), "COLUMN_VEC_16BIT": dict.fromkeys(_ALL, width), **more}
+    return {"COLUMN_VEC": dict.fromkeys(KERNEL, width), "COLUMN_VEC_16BIT": dict.fromkeys(KERNEL, width), **more}
 
 
 CVEC = [
@@ -366,7 +366,7 @@ def main(out, ops_=("gae",), mode=None):
             for cfg in [c for c in CONFIGS if _selected(c, mode)]:
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
-                plan_args = (*PLAN_ARGS.get(op, lambda: (None, None, 0))(), launch.narrow_rows(g, args), KERNEL[op])
+                plan_args = (*PLAN_ARGS.get(op, lambda: (None, None, 0))(), launch.narrow_rows(g, args), op)
                 p = launch.plan(g, *plan_args)
                 split = p.nseg > 1 and not p.lookback  # PHASE 1 and 2
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the

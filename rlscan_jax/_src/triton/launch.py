@@ -268,17 +268,26 @@ COLUMN_MIN_N = 32
 COLUMN_SEGMENT_CHUNKS = 8
 COLUMN_TARGET_PROGRAMS = 528
 COLUMN_MAX_SEGMENTS = 256
-# Vector loads across columns (the kernels' CVEC), by kernel: where N is a multiple of a kernel's
+# Vector loads across columns (the kernels' CVEC), by op: where N is a multiple of an op's
 # COLUMN_VEC entry (COLUMN_VEC_16BIT for rows of 16-bit inputs, narrow_rows), a column-block thread
 # holds that many neighbouring columns and loads them with one instruction, at one warp for every
-# 32 · CVEC columns; a kernel not named keeps 1. tune_h200.md, run 13: 2 columns a thread 1.04-1.09x
-# faster for Retrace and 1.01-1.06x for eligibility traces (linear_kernel, also every gradient's
-# adjoint) in float32, where GAE (0.98-1.08x), discounted returns (0.99-1.03x) and V-trace
-# (0.84-0.97x) are not; in bfloat16 1.05-1.27x for GAE, 1.10-1.17x Retrace, 1.02-1.08x discounted
-# returns, 1.05-1.18x eligibility traces, and V-trace 0.90-1.03x. 4 columns lost in float32
-# (0.62-1.02x) and won less than 2 in bfloat16 but for Retrace and V-trace at 16384 columns.
-COLUMN_VEC = {"retrace_kernel": 2, "linear_kernel": 2}
-COLUMN_VEC_16BIT = {"gae_kernel": 2, "retrace_kernel": 2, "returns_kernel": 2, "linear_kernel": 2}
+# 32 · CVEC columns; an op not named keeps 1. tune_h200.md, run 13, 2 columns a thread: float32,
+# 1.04-1.09x faster for Retrace and 1.01-1.06x for eligibility traces, where GAE (0.98-1.08x),
+# discounted returns (0.99-1.03x) and V-trace (0.84-0.97x) are not; bfloat16, 1.05-1.27x for GAE,
+# 1.10-1.17x Retrace, 1.02-1.08x discounted returns, 1.05-1.18x eligibility traces, V-trace
+# 0.90-1.03x. Episodic sums (linear_kernel, as eligibility traces) measured 0.93-0.99x in float32
+# and 0.96-1.12x in bfloat16 in the benchmark, so they keep 1. linear_scan (also every gradient's
+# adjoint, in float32) and λ-returns (returns_kernel) follow their kernel's other op. 4 columns lost
+# in float32 (0.62-1.02x), and in bfloat16 won less than 2 except at 16384 columns.
+COLUMN_VEC = {"retrace": 2, "eligibility_traces": 2, "linear_scan": 2}
+COLUMN_VEC_16BIT = {
+    "gae": 2,
+    "retrace": 2,
+    "lambda_returns": 2,
+    "discounted_returns": 2,
+    "eligibility_traces": 2,
+    "linear_scan": 2,
+}
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -326,7 +335,7 @@ def plan(
     vector_split: int | None = None,
     whole_row_warps: int = 0,
     narrow: bool = False,
-    kernel: str = "",
+    op: str = "",
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
@@ -334,7 +343,7 @@ def plan(
     `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
     `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
     `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
-    `kernel`: the kernel's name, for its columns a thread (COLUMN_VEC).
+    `op`: the op launching, for its columns a thread (COLUMN_VEC).
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
@@ -343,7 +352,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g, narrow, kernel)
+        return _column_plan(g, narrow, op)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -381,12 +390,12 @@ def plan(
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
-def _column_plan(g: Geometry, narrow: bool = False, kernel: str = "") -> Plan:
+def _column_plan(g: Geometry, narrow: bool = False, op: str = "") -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block, or
-    for CVEC neighbouring columns (the kernel's COLUMN_VEC, where N is a multiple of it)."""
+    for CVEC neighbouring columns (the op's COLUMN_VEC, where N is a multiple of it)."""
     BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
-    cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(kernel, 1)
+    cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
     cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // (32 * cvec))
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
@@ -456,6 +465,7 @@ def _vector_rows(g: Geometry, narrow: bool = False) -> bool:
 def scan_call(
     kernel,
     *,
+    op: str,
     g: Geometry,
     inputs: Sequence[jax.Array],
     scalars: Sequence[int] = (),
@@ -472,13 +482,13 @@ def scan_call(
 
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
-    are its constexprs besides the layout ones. `few_rows_elems`, `vector_split` and
-    `whole_row_warps` go to `plan`.
+    are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
+    `vector_split` and `whole_row_warps` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, kernel.fn.__name__)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)

@@ -12,6 +12,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     lam, lam_full = launch.param(p["lambda_"], shape)
     adv, ret = launch.scan_call(
         gae_kernel,
+        op="gae",
         g=launch.geometry(shape, axis),
         inputs=[
             r,

@@ -8,8 +8,11 @@ from rlscan_jax._src.triton import launch
 from rlscan_jax._src.triton.kernels.linear import linear_kernel
 
 
-def _forward(inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=None, initial, axis, reverse, out_dtype):
-    """reset (per-step, possibly without inputs' trailing feature axes) applies at t, or t-1 (reset_prev)."""
+def _forward(
+    op, inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=None, initial, axis, reverse, out_dtype
+):
+    """`op`: the op launching (launch.scan_call). reset (per-step, possibly without inputs' trailing
+    feature axes) applies at t, or t-1 (reset_prev)."""
     shape = inputs.shape
     step = shape if reset is None else reset.shape
     feat = math.prod(shape[len(step) :])
@@ -18,6 +21,7 @@ def _forward(inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=No
     lam, lam_full = launch.param(lam, step) if decay else (inputs, False)
     (h,) = launch.scan_call(
         linear_kernel,
+        op=op,
         g=launch.geometry(shape, axis),
         inputs=[
             inputs,
@@ -49,13 +53,21 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
     """x: a, b (a's shape), optional reset (a's shape; the adjoint pass), optional initial."""
     del p, store_h
     return _forward(
-        x["a"], b=x["b"], reset=x.get("reset"), initial=x["initial"], axis=axis, reverse=reverse, out_dtype=out_dtype
+        "linear_scan",
+        x["a"],
+        b=x["b"],
+        reset=x.get("reset"),
+        initial=x["initial"],
+        axis=axis,
+        reverse=reverse,
+        out_dtype=out_dtype,
     )
 
 
 def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
     del p, store_h
     return _forward(
+        "episodic_cumsum",
         x["inputs"],
         reset=x["done"],
         reset_prev=not reverse,
@@ -69,6 +81,7 @@ def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
 def eligibility_traces(x, p, *, axis, reverse, out_dtype, store_h):
     del reverse, store_h
     return _forward(
+        "eligibility_traces",
         x["inputs"],
         reset=x["done"],
         reset_prev=True,

@@ -11,6 +11,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
     (g,) = launch.scan_call(
         retrace_kernel,
+        op="retrace",
         g=launch.geometry(shape, axis),
         inputs=[
             r,

@@ -14,6 +14,7 @@ def _forward(x, p, *, axis, out_dtype, with_lambda):
     values = x.get("values")
     (g,) = launch.scan_call(
         returns_kernel,
+        op="lambda_returns" if with_lambda else "discounted_returns",
         g=launch.geometry(shape, axis),
         inputs=[
             r,

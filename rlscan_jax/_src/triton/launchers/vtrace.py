@@ -14,6 +14,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     outputs.append(launch.out(shape, checks.compute_dtype(out_dtype)) if store_h else launch.placeholder())
     vs, pg, h = launch.scan_call(
         vtrace_kernel,
+        op="vtrace",
         g=launch.geometry(shape, axis),
         inputs=[
             r,
