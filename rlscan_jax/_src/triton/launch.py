@@ -272,13 +272,14 @@ COLUMN_MAX_SEGMENTS = 256
 # COLUMN_VEC entry (COLUMN_VEC_16BIT for rows of 16-bit inputs, narrow_rows), a column-block thread
 # holds that many neighbouring columns and loads them with one instruction, at one warp for every
 # 32 · CVEC columns; an op not named keeps 1. tune_h200.md, run 13, 2 columns a thread: float32,
-# 1.04-1.09x faster for Retrace and 1.01-1.06x for eligibility traces, where GAE (0.98-1.08x),
+# 1.04-1.09x faster for Retrace and 1.01-1.05x for eligibility traces, where GAE (0.98-1.08x),
 # discounted returns (0.99-1.03x) and V-trace (0.84-0.97x) are not; bfloat16, 1.05-1.27x for GAE,
 # 1.10-1.17x Retrace, 1.02-1.08x discounted returns, 1.05-1.18x eligibility traces, V-trace
 # 0.90-1.03x. Episodic sums (linear_kernel, as eligibility traces) measured 0.93-0.99x in float32
 # and 0.96-1.12x in bfloat16 in the benchmark, so they keep 1. linear_scan (also every gradient's
 # adjoint, in float32) and λ-returns (returns_kernel) follow their kernel's other op. 4 columns lost
-# in float32 (0.62-1.02x), and in bfloat16 won less than 2 except at 16384 columns.
+# in float32 (0.62-1.02x), and in bfloat16 won less than 2 except for Retrace and V-trace
+# at 16384 columns.
 COLUMN_VEC = {"retrace": 2, "eligibility_traces": 2, "linear_scan": 2}
 COLUMN_VEC_16BIT = {
     "gae": 2,
