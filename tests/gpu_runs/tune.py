@@ -247,7 +247,11 @@ def inputs(op, shape, axis):
 # A plan passes when its outputs are within TOLERANCE of associative's on the same inputs: absolute
 # for float32, relative to the output's largest magnitude (at least 1) for 16-bit inputs, whose
 # outputs round to 8 bits of mantissa (the tests' bfloat16 tolerance).
-TOLERANCE = 1.6e-2 if jnp.dtype(os.environ.get("TUNE_DTYPE", "float32")).itemsize == 2 else 1e-3
+def tolerance(dtype) -> float:
+    return 1.6e-2 if jnp.dtype(dtype).itemsize == 2 else 1e-3
+
+
+TOLERANCE = tolerance(os.environ.get("TUNE_DTYPE", "float32"))
 
 
 def _error(a, b):
@@ -366,15 +370,15 @@ def main(out, ops_=("gae",), mode=None):
             for cfg in [c for c in CONFIGS if _selected(c, mode)]:
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
-                plan_args = (*PLAN_ARGS.get(op, lambda: (None, None, 0))(), launch.narrow_rows(g, args), op)
-                p = launch.plan(g, *plan_args)
+                narrow = launch.narrow_rows(g, args)
+                p = launch.plan(g, *PLAN_ARGS.get(op, lambda: (None, None, 0))(), narrow, op)
                 split = p.nseg > 1 and not p.lookback  # PHASE 1 and 2
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
                 # two-launch split, folding -KC composites a round; else carry_kernel's segments
                 # a round, rows a block and warps)
                 p = (
                     p,
-                    launch.vector_width(g, p, plan_args[3]),
+                    launch.vector_width(g, p, narrow),
                     -launch.fold_rounds(p)
                     or (
                         (*launch.carry_blocks(p.nseg, g.N), launch.CARRY_WARPS) if p.nseg > 1 and not p.lookback else 0
@@ -437,7 +441,7 @@ def summary(paths):
         for r in d["records"]:
             by.setdefault((r["op"], tuple(r["shape"]), r["axis"]), []).append(r)
         for (op, shape, axis), rs in by.items():
-            ok = [r for r in rs if r["err"] < (1.6e-2 if r.get("dtype") == "bfloat16" else 1e-3)]
+            ok = [r for r in rs if r["err"] < tolerance(r.get("dtype", "float32"))]
             best = min(ok, key=lambda r: r["us"]) if ok else None
             name = f"{op} {'x'.join(map(str, shape))} ax{axis}"
             if best is None:
