@@ -202,9 +202,10 @@ def test_column_blocks_give_each_thread_whole_columns():
 
 def test_column_vectors_follow_the_ops_tables():
     """An op named in launch.COLUMN_VEC (COLUMN_VEC_16BIT for 16-bit rows) takes that many columns
-    a thread where N is a multiple of it, at one warp for every 32 · CVEC columns; any other op, or
-    N not a multiple, one column a thread; rows that take other blocks never vectorise across
-    columns."""
+    a thread where N is a multiple of it, at one warp for every 32 · CVEC columns, in blocks of
+    COLUMNS_TIME_MAJOR columns (16-bit rows: the op's COLUMNS_TIME_MAJOR_16BIT); any other op, or
+    N not a multiple, one column a thread; rows that take other blocks do not take the table's
+    width (of N a multiple of 16 they keep 1: test_time_major_vectors_where_n_is_not_a_multiple_of_16)."""
     from rlscan_jax._src.triton import launch
 
     for narrow, table in ((False, launch.COLUMN_VEC), (True, launch.COLUMN_VEC_16BIT)):
@@ -214,8 +215,42 @@ def test_column_vectors_follow_the_ops_tables():
                 p = launch.plan(launch.geometry((512, n), 0), narrow=narrow, op=op)
                 want = table.get(op, 1) if n % table.get(op, 1) == 0 else 1
                 assert p.cvec == want and p.BB == 32 * p.num_warps * want, (op, narrow, n, p)
+                width = launch.COLUMNS_TIME_MAJOR_16BIT.get(op) if narrow else None
+                assert p.BB == (width or launch.COLUMNS_TIME_MAJOR), (op, narrow, n, p)
             assert launch.plan(launch.geometry((128, 4096), 0), narrow=narrow, op=op).cvec == 1, op
             assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
+
+
+def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
+    """Time-major blocks other than column blocks load TIME_MAJOR_CVEC (8) neighbouring columns a
+    thread, or the widest power of two below it that divides N and fits the block, where N is not a
+    multiple of 16, at most MAX_WARPS_TIME_MAJOR_CVEC warps then; elsewhere, and in other layouts, 1.
+    Long such rows of the ops in TIME_MAJOR_VECTOR_SPLIT split in three launches in blocks of
+    VECTOR_SPLIT_ELEMS instead of taking the look-back."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.TIME_MAJOR_CVEC == 8
+    want = {8: 8, 24: 8, 12: 4, 4: 4, 6: 2, 10: 2, 2: 2, 3: 1, 7: 1, 16: 1, 48: 1}
+    for n, cvec in want.items():
+        for t in (8, 100, 131072):
+            g = launch.geometry((t, n), 0)
+            p = launch.plan(g, op="gae")
+            if n >= launch.COLUMN_MIN_N and t >= launch.COLUMN_MIN_T:
+                continue  # column blocks: COLUMN_VEC's
+            assert p.cvec == min(cvec, p.BB) and n % p.cvec == 0, (t, n, p)
+            assert p.cvec == 1 or p.num_warps <= launch.MAX_WARPS_TIME_MAJOR_CVEC, (t, n, p)
+            assert launch.plan(launch.geometry((n, t), 1), op="gae").cvec == 1, (t, n)
+    assert launch.plan(launch.geometry((64, 2, 8), 1)).cvec == 1  # the general layout
+    long_rows = launch.geometry((131072, 8), 0)
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT", ("vtrace",))
+    assert launch.plan(long_rows, op="gae").lookback
+    p = launch.plan(long_rows, op="vtrace")
+    assert not p.lookback and p.BT * p.BB == launch.VECTOR_SPLIT_ELEMS and p.cvec == 8, p
+    assert launch.plan(launch.geometry((131072, 7), 0), op="vtrace").lookback  # no vector width
+    # Without the vector width, the blocks before: the look-back, at up to MAX_WARPS_TIME_MAJOR warps.
+    monkeypatch.setattr(launch, "TIME_MAJOR_CVEC", 1)
+    p = launch.plan(long_rows, op="vtrace")
+    assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
 def _l2_order_variants():
@@ -260,6 +295,33 @@ def _column_vector_variants():
     return out
 
 
+def _time_major_vector_variants():
+    """Time-major variants of split rows rebuilt with vector loads across few columns
+    (launch.TIME_MAJOR_CVEC; the recorded calls reach CVEC 2 only): the look-back (PHASE 3) in
+    [1024, 8] blocks with CVEC 8 at 16 warps, PHASE 1 and 2 in [256, 8] blocks (the vectorised
+    split, TIME_MAJOR_VECTOR_SPLIT) at 16; and, for each kernel's first variant of a phase, the
+    other blocks and widths of tune.py's narrow mode."""
+    out, seen = [], set()
+    for v in VARIANTS:
+        c = dict(v.constexprs)
+        if c.get("LAYOUT") != 0 or c.get("PHASE") not in (1, 2, 3):
+            continue
+        if c["PHASE"] == 3:
+            blocks = [(1024, 8, 8, 16, 128)]
+            more = [(512, 8, 8, 16, 256), (1024, 8, 4, 16, 128), (1024, 8, 8, 8, 128)]
+        else:
+            blocks = [(256, 8, 8, 16, 1)]
+            more = [(256, 8, 8, 8, 1), (512, 8, 8, 16, 1), (128, 8, 8, 16, 1), (256, 8, 4, 16, 1)]
+        if (v.kernel.fn.__name__, c["PHASE"]) not in seen:
+            seen.add((v.kernel.fn.__name__, c["PHASE"]))
+            blocks += more
+        for bt, bb, cvec, warps, kp in blocks:
+            flags = {**c, "BT": bt, "BB": bb, "CVEC": cvec, "KP": kp}
+            out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), warps))
+    assert {phase for _, phase in seen} == {1, 2, 3} and len(seen) == 15, seen
+    return out
+
+
 @pytest.mark.parametrize(
     "variant",
     # each variant once: the rebuilt sets overlap one another (and may overlap the recorded ones)
@@ -273,6 +335,7 @@ def _column_vector_variants():
             + _carry_blocks()
             + _l2_order_variants()
             + _column_vector_variants()
+            + _time_major_vector_variants()
         )
     ),
     ids=lambda v: v.name,

@@ -43,6 +43,7 @@ TINY = dict(
     SPLIT_BT_TIME_MAJOR=4,
     LOOKBACK_MAX_ROWS_TIME_MAJOR=1000,
     VECTOR_SPLIT_ELEMS=8,  # vectorisable long rows: three launches in [4, 2] blocks
+    FOLD_CARRY_ELEMS=0,  # three launches, not two: the "fold-carry" split turns it on
 )
 ALL_KERNELS = ("gae_kernel", "vtrace_kernel", "retrace_kernel", "returns_kernel", "linear_kernel")
 COLUMNS = dict(  # carries of rows of more than 2 segments chained 4 at a time (carry_blocks' long rows)
@@ -217,6 +218,42 @@ def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
             inp = _case(op, cases.MAIN_MODE[op], 37, batch, 0).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(batch))
             assert {s[1] for s in seen if s[0] != "carry_kernel"} == {cvec}, seen
+
+
+def _narrow_cvec(n: int, bb: int) -> int:
+    """The vector width across columns the test expects (launch.TIME_MAJOR_CVEC = 8): the widest
+    power of two up to 8 and to the block's bb columns that divides n, where n is not a multiple of 16."""
+    if n % 16 == 0:
+        return 1
+    return max(c for c in (1, 2, 4, 8) if n % c == 0 and c <= bb)
+
+
+@pytest.mark.parametrize("split", ["lookback", "three-launch"])
+@pytest.mark.parametrize("op", list(cases.OPS))
+def test_time_major_vectors_across_few_columns(monkeypatch, op, split):
+    """Time-major rows of 8, 6, 12 and 3 columns in blocks of 8 (launch.TIME_MAJOR_CVEC), in the
+    look-back and in the three-launch split (vectorised: TIME_MAJOR_VECTOR_SPLIT): every launch
+    takes the vector width the columns allow (trailing feature axes of 2 double them), and the
+    forward and the gradients match the oracle and the reference."""
+    from rlscan_jax._src.triton import launch
+
+    with _tiny_blocks(monkeypatch, split):
+        monkeypatch.setattr(launch, "MIN_ROWS_TIME_MAJOR", 8)  # blocks of up to 8 columns
+        monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT", tuple(cases.OPS) if split == "three-launch" else ())
+        seen = _spy_launches(monkeypatch, "CVEC", "PHASE")
+        widths = set()
+        for n in (8, 6, 12, 3):
+            seen.clear()
+            inp = _case(op, cases.MAIN_MODE[op], 37, (n,), 0).build()
+            cols = n * (2 if "feat" in cases.MAIN_MODE[op] else 1)
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(n))
+            launched = {s[1:3] for s in seen if s[0] != "carry_kernel"}
+            want = {3} if split == "lookback" else {1, 2}
+            assert {s[0] for s in launched} == {_narrow_cvec(cols, 8)} and {s[1] for s in launched} == want, seen
+            widths.add(_narrow_cvec(cols, 8))
+            if n == 6:
+                _check_gradients_in(inp, jnp.float32, f"{op} {split} {n}")
+        assert widths >= {2, 4}, widths
 
 
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).

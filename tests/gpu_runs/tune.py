@@ -1,7 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
 Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
-MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec
+MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec|narrow
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
@@ -10,7 +10,9 @@ plans they are compared with; carry: the shapes of columns, only carry_kernel's 
 vec8: batch-major rows of 128+ steps, a multiple of 8, and VEC_BATCH_MAJOR = 8; segments: the rows
 that split in three launches, and the configurations of more segments a row (SEGMENTS); combos:
 the same rows, and SEGMENTS' winners together (COMBOS); cvec: time-major rows of 256+ steps, and
-vector loads across the column blocks' columns (CVEC)). TUNE_DTYPE=bfloat16 rounds the floating
+vector loads across the column blocks' columns (CVEC); narrow: time-major rows of N not a multiple
+of 16, 8 x 131072 batch-major and single rows, and vector loads across few columns and the
+two-launch split (NARROW)). TUNE_DTYPE=bfloat16 rounds the floating
 inputs to bfloat16 (default float32).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
@@ -142,6 +144,34 @@ CVEC = [
 ]  # tune.py's cvec mode (run 13)
 
 
+# Time-major rows of N columns not a multiple of 16 outside the column blocks (8 x 131072): vector
+# loads across their columns (launch.TIME_MAJOR_CVEC; 1 is the plan before run 14), in the look-back
+# and in the vectorised three-launch split (TIME_MAJOR_VECTOR_SPLIT, by op), at 8 warps
+# (MAX_WARPS_TIME_MAJOR_CVEC) or 16 and in blocks of 1024-4096 elements. And for these and the other
+# long rows that split in few blocks (8 x 131072 batch-major, 1 x 1048576), the two-launch split
+# (FOLD_CARRY_ELEMS: PHASE 2 folds the segments' composites, no carry_kernel; 0 before run 14),
+# FOLD_CARRY_ROUND elements a round. Run 14 ran these as they were then: TIME_MAJOR_VECTOR_SPLIT a
+# flag for every op (here tuple(KERNEL)), MAX_WARPS_TIME_MAJOR 8 where it now reads
+# MAX_WARPS_TIME_MAJOR_CVEC 8 (shipped), FOLD_CARRY_ELEMS 0 shipped.
+_TM_SPLIT = {"TIME_MAJOR_VECTOR_SPLIT": tuple(KERNEL)}
+NARROW = [
+    {"TIME_MAJOR_CVEC": 1},
+    {"TIME_MAJOR_CVEC": 4},
+    {"SPLIT_BLOCK_ELEMS_FEW_ROWS": 4096},
+    {"MAX_WARPS_TIME_MAJOR_CVEC": 16},
+    _TM_SPLIT,
+    {**_TM_SPLIT, "MAX_WARPS_TIME_MAJOR_CVEC": 16},
+    {**_TM_SPLIT, "VECTOR_SPLIT_ELEMS": 4096},
+    {**_TM_SPLIT, "VECTOR_SPLIT_ELEMS": 1024},
+    {**_TM_SPLIT, "TIME_MAJOR_CVEC": 4},
+    {"FOLD_CARRY_ELEMS": 0},
+    {"FOLD_CARRY_ELEMS": 1024},
+    {"FOLD_CARRY_ELEMS": 1024, "FOLD_CARRY_ROUND": 1024},
+    {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096},
+    {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096, "FOLD_CARRY_ROUND": 4096},
+]  # tune.py's narrow mode (run 14)
+
+
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -218,6 +248,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     *SEGMENTS,
     *COMBOS,
     *CVEC,
+    *NARROW,
 ]
 
 
@@ -318,6 +349,8 @@ def _selected(cfg, mode):
         return not cfg or cfg in COMBOS
     if mode == "cvec":
         return not cfg or cfg in CVEC
+    if mode == "narrow":
+        return not cfg or cfg in NARROW
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -329,6 +362,8 @@ def _shape_selected(shape, axis, mode):
         return time_major
     if mode in ("columns", "carry", "cvec"):
         return time_major and shape[0] >= 256
+    if mode == "narrow":  # few columns time-major, and the long rows of few blocks
+        return (time_major and shape[1] % 16 != 0) or len(shape) == 1 or (axis == 1 and shape[0] <= 8)
     if mode == "vector":
         return (axis == 1 and shape[1] % 4 == 0) or len(shape) == 1
     if mode == "vec8":

@@ -238,8 +238,11 @@ CARRY_FEW_ROWS = 64
 # at most FOLD_CARRY_ELEMS, PHASE 2 folds the composites of the segments before its own itself
 # (common.init_carry's FOLD, FOLD_CARRY_ROUND elements a round) and carry_kernel does not run: one
 # launch fewer, which in-jit time pays for (tune_h200.md, run 7: the vectorised split of long
-# rows cost the light ops up to 1.7x in-jit time). 0: off. Prepared, not yet measured.
-FOLD_CARRY_ELEMS = 0
+# rows cost the light ops up to 1.7x in-jit time). 0: off. Run 14: single rows of 2^20 steps (one
+# block of a row, 512 segments) 1.03-1.14x faster in float32 for five ops, bfloat16 alike but V-trace
+# 0.97x (the benchmark grid's 1 x 1048576 rows: 1.01-1.13x forward); blocks of 4 rows x 256 segments
+# (8 x 131072 batch-major) 0.81-0.94x, the column blocks' 256 x 16-32 segments mixed (run 9).
+FOLD_CARRY_ELEMS = 512
 FOLD_CARRY_ROUND = 256
 # The three-launch split reads its inputs twice, and at 2^22 elements GAE's inputs (36 MB) come
 # close to an H200's 50 MB L2. PHASE 1 of the kernels named in SUMMARY_WALK_BACK walks each
@@ -281,6 +284,12 @@ COLUMN_MAX_SEGMENTS = 256
 # in float32 (0.62-1.02x), and in bfloat16 won less than 2 except for Retrace and V-trace
 # at 16384 columns.
 COLUMN_VEC = {"retrace": 2, "eligibility_traces": 2, "linear_scan": 2}
+# Column blocks of rows of 16-bit inputs wider than COLUMNS_TIME_MAJOR, by op: tune_h200.md, run 13,
+# 512-column blocks at 2 columns a thread (8 warps) for bfloat16 GAE 1.07-1.09x faster than 256
+# (the shipped 2 columns a thread) at 4096x1024 and 1024x4096, even at 16384x512, 0.99x at 512x4096;
+# for the other ops within -2 % to +5 % either way. The benchmark grid's rows after it (run 14's
+# session): 1.04-1.06x at 4096x1024 and 1024x4096, 1.01x at the other two.
+COLUMNS_TIME_MAJOR_16BIT = {"gae": 512}
 COLUMN_VEC_16BIT = {
     "gae": 2,
     "retrace": 2,
@@ -289,6 +298,23 @@ COLUMN_VEC_16BIT = {
     "eligibility_traces": 2,
     "linear_scan": 2,
 }
+# Time-major rows that do not take column blocks, of N columns not a multiple of 16: a thread loads
+# up to TIME_MAJOR_CVEC neighbouring columns with one instruction (the kernels' CVEC, the widest
+# power of two up to it that divides N; 1 turns this off). jax-triton tells the compiler which
+# integer arguments are multiples of 16, so for such N it knows that each time row starts aligned;
+# for other N (8 x 131072 time-major) it does not, and loads one element an instruction: sm_90 PTX
+# (triton 3.9) of GAE's [1024, 8] look-back block has 50 scalar 32-bit and 32 byte loads, and with
+# CVEC 8 12 ld.global.v4 and 4 ld.global.v2. Such blocks take at most MAX_WARPS_TIME_MAJOR_CVEC
+# warps (not MAX_WARPS_TIME_MAJOR's 16), and the long rows of the ops in TIME_MAJOR_VECTOR_SPLIT take
+# the vectorised three-launch split of batch-major rows (VECTOR_SPLIT_ELEMS) instead of the
+# look-back. tune_h200.md, run 14 (8 x 131072 time-major, forward): CVEC 8 1.04-1.37x faster than
+# before in float32 (GAE 32.8 -> 23.9 us), 8 warps rather than 16 another 1.04-1.24x (GAE 20.3,
+# Retrace 31.8 -> 21.5, eligibility traces 24.4 -> 16.5), bfloat16 alike; V-trace 50.9 -> 27.3 in
+# the split at 8 warps, where its look-back took 37.9; the split 1.14-1.24x slower for the other
+# four. In the benchmark grid, those rows' device time 1.29-1.93x faster forward, 1.05-1.45x fwd+bwd.
+TIME_MAJOR_CVEC = 8
+MAX_WARPS_TIME_MAJOR_CVEC = 8
+TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -327,7 +353,7 @@ class Plan(NamedTuple):
     big: bool  # int64 offsets
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
-    cvec: int = 1  # columns a thread of a time-major column block loads as a vector (COLUMN_VEC)
+    cvec: int = 1  # columns a thread of a time-major block loads as a vector (COLUMN_VEC, TIME_MAJOR_CVEC)
 
 
 def plan(
@@ -348,7 +374,8 @@ def plan(
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
-    vector_split = vector_split if _vector_rows(g, narrow) else 0
+    tm_vector = op in TIME_MAJOR_VECTOR_SPLIT and _time_major_cvec(g, g.N) > 1
+    vector_split = vector_split if _vector_rows(g, narrow) or tm_vector else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
@@ -377,7 +404,7 @@ def plan(
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
     if chunks > 1 and few_rows and not vector_split and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
-        return _plan(g, BT, BB, chunks, 1, True)
+        return _time_major_vectors(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
@@ -388,13 +415,34 @@ def plan(
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
+    if g.layout == 0:
+        return _time_major_vectors(g, BT, BB, cdiv(chunks, cps), cps, False)
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
 
 
+def _time_major_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
+    """_plan's for a time-major block other than column blocks, with its columns a thread
+    (_time_major_cvec) and, where those are more than 1, at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
+    cvec = _time_major_cvec(g, BB)
+    max_warps = MAX_WARPS_TIME_MAJOR_CVEC if cvec > 1 else 0
+    return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
+
+
+def _time_major_cvec(g: Geometry, BB: int) -> int:
+    """The columns a thread of a time-major block of BB columns, other than column blocks, loads
+    as a vector (TIME_MAJOR_CVEC): the widest power of two up to it and to BB that divides N, where
+    N is not a multiple of 16; else 1."""
+    cvec = TIME_MAJOR_CVEC if g.layout == 0 and g.N % 16 else 1
+    while cvec > 1 and (g.N % cvec or cvec > BB):
+        cvec //= 2
+    return cvec
+
+
 def _column_plan(g: Geometry, narrow: bool = False, op: str = "") -> Plan:
-    """Time-major column blocks (COLUMNS_TIME_MAJOR): a thread for each column of the block, or
-    for CVEC neighbouring columns (the op's COLUMN_VEC, where N is a multiple of it)."""
-    BB = min(next_pow2(g.N), COLUMNS_TIME_MAJOR)
+    """Time-major column blocks (COLUMNS_TIME_MAJOR, or the op's COLUMNS_TIME_MAJOR_16BIT): a
+    thread for each column of the block, or for CVEC neighbouring columns (the op's COLUMN_VEC,
+    where N is a multiple of it)."""
+    BB = min(next_pow2(g.N), (COLUMNS_TIME_MAJOR_16BIT if narrow else {}).get(op, COLUMNS_TIME_MAJOR))
     BT = max(2, min(next_pow2(g.T), COLUMN_BT))
     cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
     cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
