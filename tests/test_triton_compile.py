@@ -224,7 +224,8 @@ def test_column_vectors_follow_the_ops_tables():
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     """Time-major blocks other than column blocks load TIME_MAJOR_CVEC (8) neighbouring columns a
     thread, or the widest power of two below it that divides N and fits the block, where N is not a
-    multiple of 16, at most MAX_WARPS_TIME_MAJOR_CVEC warps then; elsewhere, and in other layouts, 1.
+    multiple of 16, at most MAX_WARPS_TIME_MAJOR_CVEC warps then where the rows split; elsewhere, and
+    in other layouts, 1.
     Long such rows of the ops in TIME_MAJOR_VECTOR_SPLIT split in three launches in blocks of
     VECTOR_SPLIT_ELEMS instead of taking the look-back."""
     from rlscan_jax._src.triton import launch
@@ -238,9 +239,13 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
             if n >= launch.COLUMN_MIN_N and t >= launch.COLUMN_MIN_T:
                 continue  # column blocks: COLUMN_VEC's
             assert p.cvec == min(cvec, p.BB) and n % p.cvec == 0, (t, n, p)
-            assert p.cvec == 1 or p.num_warps <= launch.MAX_WARPS_TIME_MAJOR_CVEC, (t, n, p)
+            split = p.lookback or p.nseg * p.cps > 1
+            assert p.cvec == 1 or not split or p.num_warps <= launch.MAX_WARPS_TIME_MAJOR_CVEC, (t, n, p)
             assert launch.plan(launch.geometry((n, t), 1), op="gae").cvec == 1, (t, n)
     assert launch.plan(launch.geometry((64, 2, 8), 1)).cvec == 1  # the general layout
+    # Rows scanned whole keep the warps of blocks without vectors (up to MAX_WARPS_TIME_MAJOR).
+    whole, plain = launch.plan(launch.geometry((128, 1000), 0)), launch.plan(launch.geometry((128, 1008), 0))
+    assert whole.cvec == 8 and plain.cvec == 1 and whole.num_warps == plain.num_warps == launch.MAX_WARPS_TIME_MAJOR
     long_rows = launch.geometry((131072, 8), 0)
     monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT", ("vtrace",))
     assert launch.plan(long_rows, op="gae").lookback

@@ -59,6 +59,7 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((1 << 20,), 0),
     ((1024, 4096), 1),
     ((512, 4096), 1),
+    ((128, 1000), 0),  # 1000 environments time-major: N not a multiple of 16 (TIME_MAJOR_CVEC), rows whole
 ]
 
 
@@ -169,6 +170,7 @@ NARROW = [
     {"FOLD_CARRY_ELEMS": 1024, "FOLD_CARRY_ROUND": 1024},
     {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096},
     {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096, "FOLD_CARRY_ROUND": 4096},
+    {"MAX_WARPS_TIME_MAJOR": 8},  # (after run 14) rows scanned whole at 8 warps, with vectors or not
 ]  # tune.py's narrow mode (run 14)
 
 

@@ -304,8 +304,9 @@ COLUMN_VEC_16BIT = {
 # integer arguments are multiples of 16, so for such N it knows that each time row starts aligned;
 # for other N (8 x 131072 time-major) it does not, and loads one element an instruction: sm_90 PTX
 # (triton 3.9) of GAE's [1024, 8] look-back block has 50 scalar 32-bit and 32 byte loads, and with
-# CVEC 8 12 ld.global.v4 and 4 ld.global.v2. Such blocks take at most MAX_WARPS_TIME_MAJOR_CVEC
-# warps (not MAX_WARPS_TIME_MAJOR's 16), and the long rows of the ops in TIME_MAJOR_VECTOR_SPLIT take
+# CVEC 8 12 ld.global.v4 and 4 ld.global.v2. Such blocks of split rows take at most
+# MAX_WARPS_TIME_MAJOR_CVEC warps (not MAX_WARPS_TIME_MAJOR's 16; rows scanned whole keep the rule
+# run 7 measured), and the long rows of the ops in TIME_MAJOR_VECTOR_SPLIT take
 # the vectorised three-launch split of batch-major rows (VECTOR_SPLIT_ELEMS) instead of the
 # look-back. tune_h200.md, run 14 (8 x 131072 time-major, forward): CVEC 8 1.04-1.37x faster than
 # before in float32 (GAE 32.8 -> 23.9 us), 8 warps rather than 16 another 1.04-1.24x (GAE 20.3,
@@ -422,9 +423,11 @@ def plan(
 
 def _time_major_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
     """_plan's for a time-major block other than column blocks, with its columns a thread
-    (_time_major_cvec) and, where those are more than 1, at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
+    (_time_major_cvec) and, where those are more than 1 and the rows split (where run 14 measured
+    it), at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
     cvec = _time_major_cvec(g, BB)
-    max_warps = MAX_WARPS_TIME_MAJOR_CVEC if cvec > 1 else 0
+    split = lookback or nseg * cps > 1
+    max_warps = MAX_WARPS_TIME_MAJOR_CVEC if cvec > 1 and split else 0
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
 
