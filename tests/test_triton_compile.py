@@ -102,7 +102,8 @@ def _column_blocks():
 
 def _fold_carry_variants():
     """Each kernel's float32 PHASE 1 and 2 variants (per VEC) rebuilt for the two-launch split
-    (launch.FOLD_CARRY_ELEMS, off): FOLD, with the rounds of composites the launcher would ask for."""
+    (launch.FOLD_CARRY_ELEMS; the recorded calls reach it only in small splits): FOLD, with the
+    rounds of composites the launcher would ask for."""
     from rlscan_jax._src.triton import launch
 
     seen, out = set(), []
