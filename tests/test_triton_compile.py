@@ -303,10 +303,11 @@ def _column_vector_variants():
 
 def _time_major_vector_variants():
     """Time-major variants of split rows rebuilt with vector loads across few columns
-    (launch.TIME_MAJOR_CVEC; the recorded calls reach CVEC 2 only): the look-back (PHASE 3) in
-    [1024, 8] blocks with CVEC 8 at 16 warps, PHASE 1 and 2 in [256, 8] blocks (the vectorised
-    split, TIME_MAJOR_VECTOR_SPLIT) at 16; and, for each kernel's first variant of a phase, the
-    other blocks and widths of tune.py's narrow mode."""
+    (launch.TIME_MAJOR_CVEC; the recorded calls reach them at the shipped blocks of rows 4096 steps
+    long, with fewer chunks): the look-back (PHASE 3) in [1024, 8] blocks with CVEC 8 at 16 warps,
+    PHASE 1 and 2 (the vectorised split, TIME_MAJOR_VECTOR_SPLIT) in [256, 8] blocks at 16; and,
+    for each kernel's first variant of a phase, the other blocks, warps and widths of tune.py's
+    narrow mode."""
     out, seen = [], set()
     for v in VARIANTS:
         c = dict(v.constexprs)

@@ -405,7 +405,7 @@ def plan(
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
     if chunks > 1 and few_rows and not vector_split and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
-        return _time_major_vectors(g, BT, BB, chunks, 1, True)
+        return _with_vectors(g, BT, BB, chunks, 1, True)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
@@ -416,18 +416,16 @@ def plan(
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
-    if g.layout == 0:
-        return _time_major_vectors(g, BT, BB, cdiv(chunks, cps), cps, False)
-    return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps=max_warps)
+    return _with_vectors(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps)
 
 
-def _time_major_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool) -> Plan:
-    """_plan's for a time-major block other than column blocks, with its columns a thread
-    (_time_major_cvec) and, where those are more than 1 and the rows split (where run 14 measured
-    it), at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
+def _with_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, max_warps: int = 0) -> Plan:
+    """_plan's, with the columns a thread of a time-major block other than column blocks loads
+    (_time_major_cvec; 1 in other layouts) and, where those are more than 1 and the rows split
+    (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
     cvec = _time_major_cvec(g, BB)
-    split = lookback or nseg * cps > 1
-    max_warps = MAX_WARPS_TIME_MAJOR_CVEC if cvec > 1 and split else 0
+    if cvec > 1 and (lookback or nseg * cps > 1):
+        max_warps = MAX_WARPS_TIME_MAJOR_CVEC
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
 
