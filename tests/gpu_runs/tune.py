@@ -1,7 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
 Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
-MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec|narrow
+MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec|narrow|fill
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
@@ -12,8 +12,8 @@ that split in three launches, and the configurations of more segments a row (SEG
 the same rows, and SEGMENTS' winners together (COMBOS); cvec: time-major rows of 256+ steps, and
 vector loads across the column blocks' columns (CVEC); narrow: time-major rows of N not a multiple
 of 16, 8 x 131072 batch-major and single rows, and vector loads across few columns and the
-two-launch split (NARROW)). TUNE_DTYPE=bfloat16 rounds the floating
-inputs to bfloat16 (default float32).
+two-launch split (NARROW); fill: splits of few blocks, and smaller blocks for them (FILL)).
+TUNE_DTYPE=bfloat16 rounds the floating inputs to bfloat16 (default float32).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
 For each shape and configuration (overrides of the launch constants in
@@ -60,7 +60,17 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((1024, 4096), 1),
     ((512, 4096), 1),
     ((128, 1000), 0),  # 1000 environments time-major: N not a multiple of 16 (TIME_MAJOR_CVEC), rows whole
+    ((65536,), 0),  # a single row of 32 segments: the two-launch split (FOLD_CARRY_ELEMS)
+    ((4096, 4), 0),  # 4 columns time-major: CVEC 4 in the look-back
+    # (run 15) splits of few programs (SPLIT_FILL_PROGRAMS)
+    ((16384, 4), 0),
+    ((262144,), 0),
+    ((64, 2048), 1),
+    ((8192, 16), 0),
+    ((32768, 2), 0),
 ]
+# TUNE_SHAPES (e.g. "128x1000@0,65536@0"): only these shapes, as `shape@time_axis`.
+_ONLY = {s for s in os.environ.get("TUNE_SHAPES", "").split(",") if s}
 
 
 def _carry(rows, warps, segments):
@@ -171,7 +181,27 @@ NARROW = [
     {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096},
     {**_TM_SPLIT, "FOLD_CARRY_ELEMS": 4096, "FOLD_CARRY_ROUND": 4096},
     {"MAX_WARPS_TIME_MAJOR": 8},  # (after run 14) rows scanned whole at 8 warps, with vectors or not
-]  # tune.py's narrow mode (run 14)
+    # (run 15) rows scanned whole at 1000 columns: wider blocks, fewer threads along the columns idle
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 32},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 32, "MAX_WARPS_TIME_MAJOR": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 64, "MAX_WARPS_TIME_MAJOR": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 32, "TIME_MAJOR_CVEC": 1},
+]  # tune.py's narrow mode (runs 14 and 15)
+
+
+# Splits of few programs: blocks halved along time until the programs come to SPLIT_FILL_PROGRAMS,
+# down to SPLIT_FILL_MIN_ELEMS elements (0 before run 15); with the vectorised split for every op's
+# time-major rows of few columns too.
+FILL = [
+    {"SPLIT_FILL_PROGRAMS": 0},
+    {"SPLIT_FILL_PROGRAMS": 128, "SPLIT_FILL_MIN_ELEMS": 512},
+    {"SPLIT_FILL_PROGRAMS": 128, "SPLIT_FILL_MIN_ELEMS": 256},
+    {"SPLIT_FILL_PROGRAMS": 256, "SPLIT_FILL_MIN_ELEMS": 256},
+    {"SPLIT_FILL_PROGRAMS": 256, "SPLIT_FILL_MIN_ELEMS": 512},
+    {"SPLIT_FILL_PROGRAMS": 128, "SPLIT_FILL_MIN_ELEMS": 512, **_TM_SPLIT},
+    {"SPLIT_FILL_PROGRAMS": 256, "SPLIT_FILL_MIN_ELEMS": 256, **_TM_SPLIT},
+    {"SPLIT_FILL_PROGRAMS": 512, "SPLIT_FILL_MIN_ELEMS": 256},
+]  # tune.py's fill mode (run 15)
 
 
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
@@ -251,6 +281,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     *COMBOS,
     *CVEC,
     *NARROW,
+    *FILL,
 ]
 
 
@@ -353,17 +384,23 @@ def _selected(cfg, mode):
         return not cfg or cfg in CVEC
     if mode == "narrow":
         return not cfg or cfg in NARROW
+    if mode == "fill":
+        return not cfg or cfg in FILL
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
 
 
 def _shape_selected(shape, axis, mode):
+    if _ONLY and f"{'x'.join(map(str, shape))}@{axis}" not in _ONLY:
+        return False
     time_major = axis == 0 and len(shape) > 1
     if mode == "time_major":
         return time_major
     if mode in ("columns", "carry", "cvec"):
         return time_major and shape[0] >= 256
+    if mode == "fill":  # the splits of few blocks (run 15's shapes)
+        return shape in ((4096, 4), (16384, 4), (65536,), (262144,), (64, 2048), (8192, 16), (32768, 2), (131072, 8))
     if mode == "narrow":  # few columns time-major, and the long rows of few blocks
         return (time_major and shape[1] % 16 != 0) or len(shape) == 1 or (axis == 1 and shape[0] <= 8)
     if mode == "vector":
