@@ -25,8 +25,19 @@ if dispatch.interpret_mode():
 if dispatch.triton_unavailable_reason() is not None:
     pytest.skip(f"needs a CUDA GPU with jax-triton: {dispatch.triton_unavailable_reason()}", allow_module_level=True)
 
-# (T, batch): short horizons with many rows, medium, and long rows split across programs.
-ORACLE_SHAPES = ((1, (1,)), (2, (3,)), (63, (5,)), (1000, (7,)), (16, (4096,)), (128, (1024,)), (4096, (33,)))
+# (T, batch): short horizons with many rows, medium, and long rows split across programs; 1000
+# and 24 environments time-major load 8 columns a thread in rows scanned whole (TIME_MAJOR_CVEC).
+ORACLE_SHAPES = (
+    (1, (1,)),
+    (2, (3,)),
+    (63, (5,)),
+    (1000, (7,)),
+    (16, (4096,)),
+    (128, (1024,)),
+    (4096, (33,)),
+    (128, (1000,)),
+    (37, (24,)),
+)
 LARGE_SHAPES = ((8, (32768,)), (16, (65536,)), (512, (16384,)), (4096, (512,)), (131072, (8,)), (1048576, ()))
 LAYOUTS = (0, -1)
 
@@ -79,7 +90,7 @@ def _grads(inp, implementation, weights):
     return jax.grad(loss, argnums=tuple(range(len(names))))(*floats)
 
 
-GRAD_SHAPES = ((63, (5,)), (4096, (33,)), (4096, (512,)), (131072, (2,)))
+GRAD_SHAPES = ((63, (5,)), (4096, (33,)), (4096, (512,)), (131072, (2,)), (128, (1000,)))
 
 
 @pytest.mark.parametrize("case", _grid(GRAD_SHAPES), ids=str)

@@ -259,6 +259,41 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
+def test_splits_of_few_programs_take_smaller_blocks(monkeypatch):
+    """Rows that split into fewer than SPLIT_FILL_PROGRAMS programs take blocks halved along time
+    until they split into that many, or a block would hold fewer than SPLIT_FILL_MIN_ELEMS elements;
+    rows that do not split, and splits of enough programs, keep their blocks."""
+    from rlscan_jax._src.triton import launch
+
+    def programs(p):
+        return p.row_blocks * p.nseg * p.cps
+
+    assert launch.SPLIT_FILL_PROGRAMS == 128 and launch.SPLIT_FILL_MIN_ELEMS == 256
+    few = [((4096, 4), 0), ((16384, 4), 0), ((32768, 2), 0), ((8192, 16), 0), ((4096, 3), 0), ((65536,), 0)]
+    few += [((2, 4096), 1), ((64, 2048), 1), ((3, 4096), 1)]
+    others = [((131072, 8), 0), ((8, 131072), 1), ((1 << 20,), 0), ((512, 4096), 0), ((4096, 33), 0)]
+    others += [((128, 1000), 0), ((128, 4096), 0), ((4096, 128), 1), ((16, 64), 0), ((1000, 7), 0)]
+    for op, args in (("gae", ()), ("vtrace", (launch.SPLIT_BLOCK_ELEMS, 2048, 16))):
+        shipped = {s: launch.plan(launch.geometry(*s), *args, op=op) for s in few + others}
+        monkeypatch.setattr(launch, "SPLIT_FILL_PROGRAMS", 0)
+        before = {s: launch.plan(launch.geometry(*s), *args, op=op) for s in few + others}
+        monkeypatch.setattr(launch, "SPLIT_FILL_PROGRAMS", 128)
+        for s in few + others:
+            p, q = shipped[s], before[s]
+            if q.nseg * q.cps == 1 or programs(q) >= 128:  # rows scanned whole, or enough programs
+                assert s not in few and p == q, (op, s, p, q)
+                continue
+            assert programs(p) > programs(q), (op, s, p, q)
+            assert p.BB == q.BB and p.BT < q.BT and q.BT % p.BT == 0, (op, s, p, q)
+            assert programs(p) >= 128 or p.BT * p.BB < 2 * launch.SPLIT_FILL_MIN_ELEMS, (op, s, p)
+            assert p.BT * p.BB >= launch.SPLIT_FILL_MIN_ELEMS, (op, s, p)
+    # the floor: a block never halves below SPLIT_FILL_MIN_ELEMS elements
+    monkeypatch.setattr(launch, "SPLIT_FILL_PROGRAMS", 1 << 20)
+    for s in few:
+        p = launch.plan(launch.geometry(*s))
+        assert launch.SPLIT_FILL_MIN_ELEMS <= p.BT * p.BB < 2 * launch.SPLIT_FILL_MIN_ELEMS, (s, p)
+
+
 def _l2_order_variants():
     """Every float32 PHASE 1 variant rebuilt walking back (launch.SUMMARY_WALK_BACK) and PHASE 2
     variant with streaming stores (STREAM_STORES), both off; time-major ones also as the widest

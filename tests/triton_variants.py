@@ -112,7 +112,8 @@ LAYOUTS = (
     (4096, (2,), -1),  # vectorisable long rows: three launches, vectorised (launch.VECTOR_SPLIT_ELEMS)
     (4094, (2,), -1),  # long rows not of a multiple of 4 steps: the look-back (PHASE 3)
     (4096, (8,), 0),  # time-major long rows of 8 columns: vector loads across them (launch.TIME_MAJOR_CVEC)
-    (4096, (3,), 0),  # ... of 3: no vector width, the look-back for every op
+    (4096, (3,), 0),  # ... of 3: no vector width; split in few programs, so in small blocks (SPLIT_FILL_PROGRAMS)
+    (131072, (7,), 0),  # ... of 7, enough chunks for 128 programs: the look-back for every op
     (8, (2, 3), 1),
     (16384, (32,), 0),
     (4096, (512,), -1),  # batch-major rows scanned whole, a row per program (BT = 4096)

@@ -316,6 +316,17 @@ COLUMN_VEC_16BIT = {
 TIME_MAJOR_CVEC = 8
 MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
+# Split rows of few blocks: where a split's programs (row blocks times chunks) would come to fewer
+# than SPLIT_FILL_PROGRAMS, its blocks are halved along time until they do, down to blocks of
+# SPLIT_FILL_MIN_ELEMS elements (0: off). Without it a row of 65536 steps split in 32 programs of
+# 2048 and 4096 x 4 time-major in 4 programs of [1024, 4], on a GPU of 132 SMs; with fewer chunks
+# the look-back's fold may no longer fit, and such rows then take the three-launch or two-launch
+# split. tune_h200.md, run 15 (five ops, float32 and bfloat16, 7 shapes of 2^14 to 2^17 elements):
+# 1.05-3.7x faster (GAE 8192 x 16 time-major 27.3 -> 7.3 us, 4096 x 4 10.2 -> 5.0, a row of 65536
+# 6.2 -> 5.0), the two worst 0.95x and 0.98x (eligibility traces in bfloat16); 256 programs or
+# blocks of 512 within 1 % on average; no shape of the benchmark grid changes plan.
+SPLIT_FILL_PROGRAMS = 128
+SPLIT_FILL_MIN_ELEMS = 256
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
 # the interpreter has no inline PTX and keeps one acquire RMW a flag, as the GPU did before):
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
@@ -401,7 +412,7 @@ def plan(
             if next_pow2(cdiv(T, bt)) * BB <= MAX_FOLD_ELEMS:  # a fold as large as those compiled
                 BT = bt
         BT = min(t2, BT)
-    BT = max(BT, 2)
+    BT = _fill(g, max(BT, 2), BB)
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
     if chunks > 1 and few_rows and not vector_split and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
@@ -409,7 +420,7 @@ def plan(
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
-        BT = min(BT, max(2, (vector_split or BLOCK_ELEMS) // BB))
+        BT = _fill(g, min(BT, max(2, (vector_split or BLOCK_ELEMS) // BB)), BB)
         chunks = cdiv(T, BT)
     row_blocks = cdiv(N, BB)
     nseg = 1
@@ -417,6 +428,20 @@ def plan(
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
     return _with_vectors(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps)
+
+
+def _fill(g: Geometry, BT: int, BB: int) -> int:
+    """BT, halved while the rows split into fewer than SPLIT_FILL_PROGRAMS programs of [BT, BB]
+    and a block keeps at least SPLIT_FILL_MIN_ELEMS elements; unchanged for rows that do not split."""
+    while (
+        SPLIT_FILL_PROGRAMS
+        and 1 < cdiv(g.T, BT)
+        and cdiv(g.N, BB) * cdiv(g.T, BT) < SPLIT_FILL_PROGRAMS
+        and BT * BB >= 2 * SPLIT_FILL_MIN_ELEMS
+        and BT >= 4
+    ):
+        BT //= 2
+    return BT
 
 
 def _with_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, max_warps: int = 0) -> Plan:
