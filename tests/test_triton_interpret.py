@@ -256,6 +256,32 @@ def test_time_major_vectors_across_few_columns(monkeypatch, op, split):
         assert widths >= {2, 4}, widths
 
 
+@pytest.mark.parametrize("split", ["lookback", "three-launch"])
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_splits_of_few_programs_in_smaller_blocks(monkeypatch, op, split):
+    """Rows that split into fewer programs than SPLIT_FILL_PROGRAMS run in blocks halved along time
+    (tiny blocks of 4 steps become 2), in either layout and either split, and the forward and the
+    gradients match the oracle and the reference."""
+    from rlscan_jax._src.triton import launch
+
+    with _tiny_blocks(monkeypatch, split):
+        monkeypatch.setattr(launch, "BLOCK_ELEMS", 32)  # three launches: blocks of 4 steps up to 8 rows
+        seen = _spy_launches(monkeypatch, "BT", "BB", "PHASE")
+        for batch, axis in (((2,), -1), ((3,), 0)):
+            inp = _case(op, cases.MAIN_MODE[op], 37, batch, axis).build()
+            blocks = {}
+            for fill in (0, 32):
+                monkeypatch.setattr(launch, "SPLIT_FILL_PROGRAMS", fill)
+                monkeypatch.setattr(launch, "SPLIT_FILL_MIN_ELEMS", 2)
+                _clear_caches()
+                seen.clear()
+                cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=f"{fill}")
+                blocks[fill] = {s[1:3] for s in seen if s[0] != "carry_kernel"}
+            ((bt0, bb0),), ((bt1, bb1),) = blocks[0], blocks[32]
+            assert bt0 == 4 and bt1 == 2 and bb1 == bb0, blocks
+            _check_gradients_in(inp, jnp.float32, f"{op} {split} {batch}")
+
+
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
 VEC_CASES = [
     _case(op, mode, 36, (3,), -1) for op, spec in cases.OPS.items() for mode in spec.modes if "feat" not in mode
