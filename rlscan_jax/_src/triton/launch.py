@@ -321,10 +321,11 @@ TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # SPLIT_FILL_MIN_ELEMS elements (0: off). Without it a row of 65536 steps split in 32 programs of
 # 2048 and 4096 x 4 time-major in 4 programs of [1024, 4], on a GPU of 132 SMs; with fewer chunks
 # the look-back's fold may no longer fit, and such rows then take the three-launch or two-launch
-# split. tune_h200.md, run 15 (five ops, float32 and bfloat16, 7 shapes of 2^14 to 2^17 elements):
-# 1.05-3.7x faster (GAE 8192 x 16 time-major 27.3 -> 7.3 us, 4096 x 4 10.2 -> 5.0, a row of 65536
-# 6.2 -> 5.0), the two worst 0.95x and 0.98x (eligibility traces in bfloat16); 256 programs or
-# blocks of 512 within 1 % on average; no shape of the benchmark grid changes plan.
+# split. tune_h200.md, run 15d (five ops, float32 and bfloat16, tune.py's 8 fill shapes): 1.05-3.7x
+# faster at 2^14 to 2^17 elements (GAE 8192 x 16 time-major 27.3 -> 7.4 us, 4096 x 4 10.2 -> 5.0,
+# a row of 65536 6.2 -> 5.0), the two worst 0.95x and 0.98x (eligibility traces in bfloat16), the
+# two larger shapes unchanged; 256 programs or blocks of 512 within 1 % on average; no shape of the
+# benchmark grid changes plan.
 SPLIT_FILL_PROGRAMS = 128
 SPLIT_FILL_MIN_ELEMS = 256
 # PHASE 3 acquires the flags of the chunks before it with one fence after reading them (on a GPU;
