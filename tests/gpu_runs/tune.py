@@ -204,6 +204,28 @@ FILL = [
 ]  # tune.py's fill mode (run 15)
 
 
+# Time-major rows of up to 128 steps scanned whole (the PPO shapes 4096x128 and 16384x128, 18-41 %
+# of the limit with the L2 flushed, against 37-80 % batch-major): narrower blocks and fewer warps, so
+# that more blocks are resident an SM and one block's scan overlaps another's loads; the column
+# blocks (a thread a column, split in three launches) with their inputs inside the L2.
+TM128 = [
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 8, "THREADS_PER_ELEM": 1 / 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 8, "MAX_WARPS_TIME_MAJOR": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 16, "THREADS_PER_ELEM": 1 / 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 16, "THREADS_PER_ELEM": 1 / 16},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 16, "MAX_WARPS_TIME_MAJOR": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 16, "FILL_WARPS": 0},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 32, "MAX_WARPS_TIME_MAJOR": 8},
+    {"MIN_ROWS_TIME_MAJOR_WHOLE": 32, "FILL_WARPS": 1 << 30},
+    {"THREADS_PER_ELEM": 1 / 8},
+    {"THREADS_PER_ELEM": 1 / 2},
+    {"COLUMN_MIN_T": 1},
+    {"COLUMN_MIN_T": 1, "COLUMN_TARGET_PROGRAMS": 1056},
+    {"COLUMN_MIN_T": 1, "COLUMNS_TIME_MAJOR": 128},
+]  # tune.py's tm128 mode (run 16)
+
+
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -282,6 +304,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     *CVEC,
     *NARROW,
     *FILL,
+    *TM128,
 ]
 
 
@@ -386,6 +409,20 @@ def _selected(cfg, mode):
         return not cfg or cfg in NARROW
     if mode == "fill":
         return not cfg or cfg in FILL
+    if mode == "tm128":
+        return (
+            not cfg
+            or cfg in TM128
+            or cfg
+            in (
+                {"MAX_WARPS": 16},
+                {"MAX_WARPS_TIME_MAJOR": 8},
+                {"FILL_WARPS": 1 << 30},
+                {"BLOCK_ELEMS": 2048},
+                {"BLOCK_ELEMS": 512},
+                {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
+            )
+        )
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -401,6 +438,8 @@ def _shape_selected(shape, axis, mode):
         return time_major and shape[0] >= 256
     if mode == "fill":  # the splits of few blocks (run 15's shapes)
         return shape in ((4096, 4), (16384, 4), (65536,), (262144,), (64, 2048), (8192, 16), (32768, 2), (131072, 8))
+    if mode == "tm128":  # time-major rows of up to 128 steps, scanned whole
+        return time_major and shape[0] <= 128 and shape[1] >= 4096
     if mode == "narrow":  # few columns time-major, and the long rows of few blocks
         return (time_major and shape[1] % 16 != 0) or len(shape) == 1 or (axis == 1 and shape[0] <= 8)
     if mode == "vector":
