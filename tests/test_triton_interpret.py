@@ -475,6 +475,63 @@ def _check_gradients(case):
         cases.assert_close(g, w, np.float32, msg=f"{case.id} d/d{name}")
 
 
+DECAY_OPS = ("gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_cumsum")
+
+
+@pytest.mark.parametrize("op", DECAY_OPS)
+def test_adjoint_takes_one_b_as_a_parameter(op):
+    """Where b_t is one value (scalar γ and λ; 1 for episodic sums), the adjoint scan takes it as a
+    parameter, not as an array of b; a per-step γ still gives it the array. Gradients match the
+    reference either way, and vmapped over γ (one value a row)."""
+    import triton_variants
+
+    spec = cases.OPS[op]
+    mode = cases.MAIN_MODE[op]
+    g, lam = (0.9 if spec.has_gamma else None), (0.8 if spec.has_lambda else None)
+    inp = cases.build(op, mode, 23, (3,), 0, gamma=g, lambda_=lam)
+    step = inp.args[next(k for k in ("rewards", "inputs") if k in inp.args)].shape[:2]
+    rng = np.random.default_rng(cases.seed_of(op + "decay"))
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+    names = inp.float_names()
+
+    def loss(impl, **params):
+        def f(*floats):
+            args = {**inp.args, **dict(zip(names, floats)), **params}
+            return sum(jnp.sum(o * w) for o, w in zip(cases.call(inp, impl, args), weights))
+
+        return f
+
+    floats = [jnp.asarray(inp.args[k]) for k in names]
+    per_step = np.linspace(0.5, 0.99, step[0] * step[1], dtype=np.float32).reshape(step)
+    forms = {"one value": {}}
+    if spec.has_gamma:
+        forms = {"one value": {"gamma": jnp.float32(0.9)}, "per step": {"gamma": jnp.asarray(per_step)}}
+        if spec.has_lambda:
+            forms = {k: {**v, "lambda_": jnp.float32(0.8)} for k, v in forms.items()}
+    for form, params in forms.items():
+        launches = []
+
+        def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
+            launches.append((kernel.fn.__name__, constexprs))
+
+        with triton_variants.recording(on_launch):
+            jax.eval_shape(jax.grad(loss("triton", **params), argnums=tuple(range(len(names)))), *floats)
+        adjoint = [c for name, c in launches if name == "linear_kernel" and not c["HAS_INITIAL"]][-1]
+        assert (adjoint["HAS_B"], adjoint["HAS_DECAY"]) == ((True, False) if form == "per step" else (False, True))
+        argnums = tuple(range(len(names)))
+        got = jax.grad(loss("triton", **params), argnums=argnums)(*floats)
+        want = jax.grad(loss("associative", **params), argnums=argnums)(*floats)
+        for name, g, w in zip(names, got, want, strict=True):
+            cases.assert_close(g, w, np.float32, msg=f"{op} {form} d/d{name}")
+    if spec.has_gamma:  # vmapped over γ: a batched γ reaches the adjoint as a per-row parameter
+        gammas = jnp.asarray([0.5, 0.9, 0.99], jnp.float32)
+
+        def vg(impl):
+            return jax.vmap(lambda g_: jax.grad(loss(impl, gamma=g_))(*floats))(gammas)
+
+        cases.assert_close(vg("triton"), vg("associative"), np.float32, msg=f"{op} vmap over gamma")
+
+
 def test_vmap_is_one_launch():
     """vmap over batch-major rows, nested vmap and vmap of grad fold into one kernel launch each."""
     import rlscan_jax

@@ -16,6 +16,12 @@ def coefficients(x, p, *, axis, reverse):
     return a, b, done
 
 
+def decay(p):
+    """b_t as `coefficients` broadcasts it: one value for every step and row where it is 0-d (the
+    backward pass then takes it as the adjoint scan's parameter instead of an array of b)."""
+    return p["gamma"] * p["lambda_"]
+
+
 def finalize(h, x, p, *, axis, reverse):
     del p, axis, reverse
     return h, h + x["values"]

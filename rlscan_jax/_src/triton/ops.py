@@ -54,18 +54,21 @@ def _launch(op: str, axis: int, reverse: bool, out_dtype, with_h: bool, x: dict,
     return _to_varying(outs, axes) if axes else outs
 
 
-def _adjoint(g_h, b, reset, h, *, axis, reverse):
-    """u, db of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward)."""
-    if reverse:
-        b_adj = common.shift_prev(b, axis, 0.0)
-        r_adj = None if reset is None else common.shift_prev(reset, axis, True)
-        h_prev = common.shift_next(h, axis, 0.0)
+def _adjoint(g_h, b, reset, h, *, axis, reverse, decay=None):
+    """u, db of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward).
+
+    `decay`: b's one value (0-d), where the op's b is the same at every step. The adjoint scan
+    then takes it as a parameter: b, shifted, is not written out as an array for it to read.
+    The shift only matters at the window edge, where the adjoint scan starts from zero.
+    """
+    shift, unshift = (common.shift_prev, common.shift_next) if reverse else (common.shift_next, common.shift_prev)
+    r_adj = None if reset is None else shift(reset, axis, True)
+    h_prev = unshift(h, axis, 0.0)
+    if decay is None:
+        x, p = {"a": g_h, "b": shift(b, axis, 0.0), "reset": r_adj, "initial": None}, {}
     else:
-        b_adj = common.shift_next(b, axis, 0.0)
-        r_adj = None if reset is None else common.shift_next(reset, axis, True)
-        h_prev = common.shift_prev(h, axis, 0.0)
-    x = {"a": g_h, "b": b_adj, "reset": r_adj, "initial": None}
-    u, _ = _launch("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False, x, {})
+        x, p = {"a": g_h, "b": None, "reset": r_adj, "initial": None}, {"decay": decay}
+    u, _ = _launch("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False, x, p)
     db = u * h_prev
     if reset is not None:
         db = jnp.where(reset, jnp.zeros_like(db), db)
@@ -107,7 +110,9 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
         # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
         g = _to_varying(g, _all_varying((x, p)))
         g_h, gx_fin, gp_fin = fin_vjp(jax.tree.map(lambda t: t.astype(cdt), g))
-        u, db = _adjoint(g_h, b, reset, h, axis=axis, reverse=reverse)
+        decay = ref.decay(p_c) if hasattr(ref, "decay") else None
+        decay = decay.astype(cdt) if decay is not None and decay.ndim == 0 else None
+        u, db = _adjoint(g_h, b, reset, h, axis=axis, reverse=reverse, decay=decay)
         gx_coef, gp_coef = coef_vjp((u, db))
         gx = {k: (gx_fin[k] + gx_coef[k]).astype(xf[k].dtype) for k in xf}
         gp = {k: (gp_fin[k] + gp_coef[k]).astype(p[k].dtype) for k in p}

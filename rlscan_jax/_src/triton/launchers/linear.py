@@ -50,13 +50,18 @@ def _forward(
 
 
 def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
-    """x: a, b (a's shape), optional reset (a's shape; the adjoint pass), optional initial."""
-    del p, store_h
+    """x: a, b (a's shape), optional reset (a's shape; the adjoint pass), optional initial.
+    p: empty, or (the adjoint pass of an op whose b is one value, ops._adjoint) {"decay": b's
+    value} with x's b None."""
+    del store_h
+    decay = p.get("decay")
     return _forward(
         "linear_scan",
         x["a"],
         b=x["b"],
         reset=x.get("reset"),
+        gamma=decay,
+        lam=None if decay is None else jnp.ones((), decay.dtype),
         initial=x["initial"],
         axis=axis,
         reverse=reverse,
