@@ -37,6 +37,7 @@ ORACLE_SHAPES = (
     (4096, (33,)),
     (128, (1000,)),
     (37, (24,)),
+    (100, (4104,)),  # rows of up to 128 steps, many columns: [128, 8] blocks (launch.MANY_ROWS_TIME_MAJOR)
 )
 LARGE_SHAPES = ((8, (32768,)), (16, (65536,)), (512, (16384,)), (4096, (512,)), (131072, (8,)), (1048576, ()))
 LAYOUTS = (0, -1)
@@ -90,7 +91,7 @@ def _grads(inp, implementation, weights):
     return jax.grad(loss, argnums=tuple(range(len(names))))(*floats)
 
 
-GRAD_SHAPES = ((63, (5,)), (4096, (33,)), (4096, (512,)), (131072, (2,)), (128, (1000,)))
+GRAD_SHAPES = ((63, (5,)), (4096, (33,)), (4096, (512,)), (131072, (2,)), (128, (1000,)), (100, (4104,)))
 
 
 @pytest.mark.parametrize("case", _grid(GRAD_SHAPES), ids=str)

@@ -259,6 +259,22 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
+def test_many_time_major_columns_of_short_rows_take_narrower_blocks():
+    """Time-major rows of up to 128 steps scanned whole: blocks of MIN_ROWS_TIME_MAJOR_WHOLE_MANY
+    columns from MANY_ROWS_TIME_MAJOR columns on (run 16), MIN_ROWS_TIME_MAJOR_WHOLE below and for
+    the ops in MANY_ROWS_TIME_MAJOR_EXCEPT (V-trace)."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.MIN_ROWS_TIME_MAJOR_WHOLE_MANY == 8 < launch.MIN_ROWS_TIME_MAJOR_WHOLE == 16
+    assert launch.MANY_ROWS_TIME_MAJOR_EXCEPT == ("vtrace",)
+    for t, n, bb in ((128, 4096, 8), (128, 16384, 8), (72, 4096, 8), (128, 4095, 16), (128, 1000, 16), (64, 4096, 16)):
+        for op in ("gae", "retrace", "linear_scan"):
+            p = launch.plan(launch.geometry((t, n), 0), op=op)
+            assert (p.BT, p.BB, p.nseg) == (launch.next_pow2(t), bb, 1), (op, t, n, p)
+        p = launch.plan(launch.geometry((t, n), 0), None, None, 0, op="vtrace")
+        assert p.BB == max(16, launch.BLOCK_ELEMS // launch.next_pow2(t)), (t, n, p)
+
+
 def test_splits_of_few_programs_take_smaller_blocks(monkeypatch):
     """Rows that split into fewer than SPLIT_FILL_PROGRAMS programs take blocks halved along time
     until they split into that many, or a block would hold fewer than SPLIT_FILL_MIN_ELEMS elements;

@@ -282,6 +282,23 @@ def test_splits_of_few_programs_in_smaller_blocks(monkeypatch, op, split):
             _check_gradients_in(inp, jnp.float32, f"{op} {split} {batch}")
 
 
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_many_short_time_major_rows_in_narrower_blocks(monkeypatch, op):
+    """Time-major rows of up to 128 steps with MANY_ROWS_TIME_MAJOR columns or more run in blocks of
+    MIN_ROWS_TIME_MAJOR_WHOLE_MANY columns (V-trace excepted), with a ragged last block along
+    time: forward against the oracle, gradients against the reference."""
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "MANY_ROWS_TIME_MAJOR", 32)  # from 32 columns on, here
+    seen = _spy_launches(monkeypatch, "BT", "BB", "PHASE")
+    inp = _case(op, cases.MAIN_MODE[op], 100, (40,), 0).build()
+    _clear_caches()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=op)
+    want = 16 if op in launch.MANY_ROWS_TIME_MAJOR_EXCEPT else 8
+    assert {s[1:4] for s in seen} == {(128, want, 0)}, seen
+    _check_gradients_in(inp, jnp.float32, f"{op} many columns")
+
+
 # Batch-major rows ("feat" adds trailing feature axes: the general layout, never vectorised).
 VEC_CASES = [
     _case(op, mode, 36, (3,), -1) for op, spec in cases.OPS.items() for mode in spec.modes if "feat" not in mode

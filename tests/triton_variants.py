@@ -117,6 +117,7 @@ LAYOUTS = (
     (8, (2, 3), 1),
     (16384, (32,), 0),
     (4096, (512,), -1),  # batch-major rows scanned whole, a row per program (BT = 4096)
+    (72, (4096,), 0),  # time-major rows of up to 128 steps and many columns: [128, 8] blocks
 )
 
 

@@ -150,7 +150,8 @@ def next_pow2(x: int) -> int:
 #   blocks (COLUMNS_TIME_MAJOR, below) and the three-launch split; otherwise:
 # - rows that fit one block (T <= MAX_BT batch-major, T <= MAX_BT_TIME_MAJOR time-major) are
 #   scanned whole, several rows per program, BLOCK_ELEMS elements per block (at least
-#   MIN_ROWS_TIME_MAJOR_WHOLE rows time-major, for coalesced loads);
+#   MIN_ROWS_TIME_MAJOR_WHOLE rows time-major, for coalesced loads, MIN_ROWS_TIME_MAJOR_WHOLE_MANY
+#   from MANY_ROWS_TIME_MAJOR rows on);
 # - batch-major rows of up to MAX_BT_WHOLE_ROWS steps, when there are at least MIN_ROWS_WHOLE
 #   of them, are scanned whole, one row per program (no split);
 # - longer rows are split one chunk per program (PHASE 3's look-back) in blocks of
@@ -177,6 +178,15 @@ TARGET_PROGRAMS = 528
 THREADS_PER_ELEM = 1 / 4  # 4 elements per thread, at most MAX_WARPS warps
 MAX_WARPS = 8
 MIN_ROWS_TIME_MAJOR_WHOLE = 16
+# ... and from MANY_ROWS_TIME_MAJOR rows on, MIN_ROWS_TIME_MAJOR_WHOLE_MANY, except for the ops in
+# MANY_ROWS_TIME_MAJOR_EXCEPT: at 4096 and 16384 columns of 128 steps, [128, 8] blocks (8 warps)
+# against [128, 16], float32 and bfloat16 (tune_h200.md, run 16): 1.02-1.30x in the tune runs for
+# five ops; in the benchmark at 16384x128, both plans in one run, GAE 1.16-1.18x, Retrace
+# 1.20-1.41x, eligibility traces 1.07-1.20x, episodic sums 1.02-1.17x, the returns 0.98-1.06x,
+# V-trace 0.87-0.89x (so it keeps [128, 16]). Fewer columns were not measured.
+MANY_ROWS_TIME_MAJOR = 4096
+MIN_ROWS_TIME_MAJOR_WHOLE_MANY = 8
+MANY_ROWS_TIME_MAJOR_EXCEPT = ("vtrace",)
 ROWS_TIME_MAJOR_THREE_LAUNCH = 64
 SPLIT_BLOCK_ELEMS_FEW_ROWS = 8192
 MAX_FOLD_ELEMS = 2048  # KP · BB of the look-back folds compiled and GPU-tested so far
@@ -404,7 +414,9 @@ def plan(
             BB = min(n2, SPLIT_ROWS_BATCH_MAJOR)
             BT = min(t2, SPLIT_BLOCK_ELEMS // BB)
     elif T <= MAX_BT_TIME_MAJOR:
-        BT, BB = t2, min(n2, max(MIN_ROWS_TIME_MAJOR_WHOLE, BLOCK_ELEMS // t2))
+        many = N >= MANY_ROWS_TIME_MAJOR and op not in MANY_ROWS_TIME_MAJOR_EXCEPT
+        rows = MIN_ROWS_TIME_MAJOR_WHOLE_MANY if many else MIN_ROWS_TIME_MAJOR_WHOLE
+        BT, BB = t2, min(n2, max(rows, BLOCK_ELEMS // t2))
     else:
         BB = min(n2, MIN_ROWS_TIME_MAJOR)
         BT = SPLIT_BT_TIME_MAJOR if BB == MIN_ROWS_TIME_MAJOR else max(SPLIT_BT_TIME_MAJOR, SPLIT_BLOCK_ELEMS // BB)
