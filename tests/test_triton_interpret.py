@@ -521,8 +521,9 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
     floats = [jnp.asarray(inp.args[k]) for k in names]
     per_step = np.linspace(0.5, 0.99, step[0] * step[1], dtype=np.float32).reshape(step)
     forms = {"one value": {}}
-    if spec.has_gamma:
-        forms = {"one value": {"gamma": jnp.float32(0.9)}, "per step": {"gamma": jnp.asarray(per_step)}}
+    if spec.has_gamma:  # γ = 0 and 1 too: b = 0 selects the carry away, b = 1 keeps all of it
+        forms = {f"one value {g}": {"gamma": jnp.float32(g)} for g in (0.0, 0.9, 1.0)}
+        forms["per step"] = {"gamma": jnp.asarray(per_step)}
         if spec.has_lambda:
             forms = {k: {**v, "lambda_": jnp.float32(0.8)} for k, v in forms.items()}
     for form, params in forms.items():
