@@ -519,6 +519,7 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
         return f
 
     floats = [jnp.asarray(inp.args[k]) for k in names]
+    argnums = tuple(range(len(names)))
     per_step = np.linspace(0.5, 0.99, step[0] * step[1], dtype=np.float32).reshape(step)
     forms = {"one value": {}}
     if spec.has_gamma:  # γ = 0 and 1 too: b = 0 selects the carry away, b = 1 keeps all of it
@@ -533,10 +534,9 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
             launches.append((kernel.fn.__name__, constexprs))
 
         with triton_variants.recording(on_launch):
-            jax.eval_shape(jax.grad(loss("triton", **params), argnums=tuple(range(len(names)))), *floats)
+            jax.eval_shape(jax.grad(loss("triton", **params), argnums=argnums), *floats)
         adjoint = [c for name, c in launches if name == "linear_kernel" and not c["HAS_INITIAL"]][-1]
         assert (adjoint["HAS_B"], adjoint["HAS_DECAY"]) == ((True, False) if form == "per step" else (False, True))
-        argnums = tuple(range(len(names)))
         got = jax.grad(loss("triton", **params), argnums=argnums)(*floats)
         want = jax.grad(loss("associative", **params), argnums=argnums)(*floats)
         for name, g, w in zip(names, got, want, strict=True):

@@ -22,7 +22,7 @@ def coefficients(x, p, *, axis, reverse):
     else:
         boot = jnp.zeros_like(rewards)
     a = rewards + common.discount_unless(term, p["gamma"], boot)
-    b = common.full(p["gamma"], a.shape).astype(a.dtype)
+    b = common.full(decay(p), a.shape).astype(a.dtype)
     return a, b, done
 
 

@@ -16,8 +16,8 @@ def coefficients(x, p, *, axis, reverse):
     del reverse
     inputs = x["inputs"]
     step_shape = inputs.shape if x["done"] is None else x["done"].shape
-    decay = common.full(p["gamma"] * p["lambda_"], step_shape)
-    b = jnp.broadcast_to(expand_features(decay, inputs.ndim), inputs.shape).astype(inputs.dtype)
+    b_step = common.full(decay(p), step_shape)
+    b = jnp.broadcast_to(expand_features(b_step, inputs.ndim), inputs.shape).astype(inputs.dtype)
     a = inputs
     if x["initial"] is not None:
         a = common.add_at_edge(a, axis, common.take_time(b, axis, 0) * x["initial"], last=False)

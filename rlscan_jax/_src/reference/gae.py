@@ -12,7 +12,7 @@ def coefficients(x, p, *, axis, reverse):
     done = common.logical_or(term, common.flag(x["truncated"]))
     v_next = common.next_state_value(x, axis)
     a = rewards + common.discount_unless(term, p["gamma"], v_next) - values
-    b = common.full(p["gamma"] * p["lambda_"], a.shape).astype(a.dtype)
+    b = common.full(decay(p), a.shape).astype(a.dtype)
     return a, b, done
 
 

@@ -17,7 +17,7 @@ def coefficients(x, p, *, axis, reverse):
     lam = p["lambda_"]
     boot = jnp.where(cont, (1.0 - lam) * v_next, v_next)
     a = rewards + common.discount_unless(term, p["gamma"], boot)
-    b = common.full(p["gamma"] * lam, a.shape).astype(a.dtype)
+    b = common.full(decay(p), a.shape).astype(a.dtype)
     return a, b, done
 
 
