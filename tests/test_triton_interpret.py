@@ -496,10 +496,13 @@ DECAY_OPS = ("gae", "lambda_returns", "discounted_returns", "eligibility_traces"
 
 
 @pytest.mark.parametrize("op", DECAY_OPS)
-def test_adjoint_takes_one_b_as_a_parameter(op):
-    """Where b_t is one value (scalar γ and λ; 1 for episodic sums), the adjoint scan takes it as a
-    parameter, not as an array of b; a per-step γ still gives it the array. Gradients match the
-    reference either way, and vmapped over γ (one value a row)."""
+def test_fused_backward(op):
+    """The backward pass of the ops in ops.FUSED_BACKWARD is one launch that writes the inputs'
+    gradients (GAE, the returns: adjoint_kernel; traces and episodic sums: linear_kernel scanning
+    the other way), for γ as one value (0, 0.9, 1: b = 0 drops the carry, b = 1 keeps it) or per
+    step, with u written only where γ is traced (its gradient needs u). Eligibility traces with a
+    per-step γ keep the reference's vjp around the adjoint scan, which takes an array of b.
+    Gradients match the reference in every form, and vmapped over γ (one value a row)."""
     import triton_variants
 
     spec = cases.OPS[op]
@@ -512,8 +515,8 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
     names = inp.float_names()
 
     def loss(impl, **params):
-        def f(*floats):
-            args = {**inp.args, **dict(zip(names, floats)), **params}
+        def f(*floats, **traced):
+            args = {**inp.args, **dict(zip(names, floats)), **params, **traced}
             return sum(jnp.sum(o * w) for o, w in zip(cases.call(inp, impl, args), weights))
 
         return f
@@ -522,25 +525,51 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
     argnums = tuple(range(len(names)))
     per_step = np.linspace(0.5, 0.99, step[0] * step[1], dtype=np.float32).reshape(step)
     forms = {"one value": {}}
-    if spec.has_gamma:  # γ = 0 and 1 too: b = 0 selects the carry away, b = 1 keeps all of it
+    if spec.has_gamma:
         forms = {f"one value {g}": {"gamma": jnp.float32(g)} for g in (0.0, 0.9, 1.0)}
         forms["per step"] = {"gamma": jnp.asarray(per_step)}
         if spec.has_lambda:
             forms = {k: {**v, "lambda_": jnp.float32(0.8)} for k, v in forms.items()}
+    if spec.has_gamma:
+        forms["traced"] = {k: v for k, v in forms["one value 0.9"].items() if k != "gamma"}
+    returns_family = op in ("gae", "lambda_returns", "discounted_returns")
+
+    def grads(impl, params, form):
+        """The gradients as a function of (floats, γ), γ used (so traced under jit) in "traced"."""
+        f = loss(impl, **params)
+        if form == "traced":
+            return lambda fl, g_: jax.grad(f, argnums=argnums)(*fl, gamma=g_)
+        return lambda fl, g_: jax.grad(f, argnums=argnums)(*fl)
+
     for form, params in forms.items():
         launches = []
 
         def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
-            launches.append((kernel.fn.__name__, constexprs))
+            launches.append((kernel.fn.__name__, constexprs, [jnp.dtype(o.dtype) for o in out_shapes]))
 
         with triton_variants.recording(on_launch):
-            jax.eval_shape(jax.grad(loss("triton", **params), argnums=argnums), *floats)
-        adjoint = [c for name, c in launches if name == "linear_kernel" and not c["HAS_INITIAL"]][-1]
-        assert (adjoint["HAS_B"], adjoint["HAS_DECAY"]) == ((True, False) if form == "per step" else (False, True))
-        got = jax.grad(loss("triton", **params), argnums=argnums)(*floats)
-        want = jax.grad(loss("associative", **params), argnums=argnums)(*floats)
+            jax.eval_shape(grads("triton", params, form), floats, jnp.float32(0.9))
+        names_ = [name for name, _, _ in launches]
+        if returns_family:
+            (bwd,) = [c for name, c, _ in launches if name == "adjoint_kernel"]
+            assert bwd["STORE_U"] == (form == "traced"), form
+            assert "linear_kernel" not in names_, form
+        else:
+            fwd_reverse = launches[0][1]["REVERSE"]
+            bwd = [c for name, c, _ in launches if name == "linear_kernel"][-1]
+            if op == "eligibility_traces" and form == "per step":  # the reference's vjp: b as an array
+                assert (bwd["HAS_B"], bwd["HAS_DECAY"], bwd["HAS_RESET"]) == (True, False, True)
+            else:  # the cotangent scanned the other way, over the raw done flags
+                assert bwd["REVERSE"] != fwd_reverse and bwd["HAS_RESET"] and not bwd["HAS_B"]
+                assert bwd["RESET_PREV"] == fwd_reverse
+                assert bwd["HAS_DECAY"] == spec.has_gamma
+        got = jax.jit(grads("triton", params, form))(floats, jnp.float32(0.9))
+        want = jax.jit(grads("associative", params, form))(floats, jnp.float32(0.9))
         for name, g, w in zip(names, got, want, strict=True):
             cases.assert_close(g, w, np.float32, msg=f"{op} {form} d/d{name}")
+        if form == "traced":  # and γ's own gradient, from u
+            got, want = (jax.grad(_with_gamma(loss(i, **params), floats))(0.9) for i in ("triton", "associative"))
+            cases.assert_close(got, want, np.float32, msg=f"{op} d/dgamma")
     if spec.has_gamma:  # vmapped over γ: a batched γ reaches the adjoint as a per-row parameter
         gammas = jnp.asarray([0.5, 0.9, 0.99], jnp.float32)
 
@@ -548,6 +577,10 @@ def test_adjoint_takes_one_b_as_a_parameter(op):
             return jax.vmap(lambda g_: jax.grad(loss(impl, gamma=g_))(*floats))(gammas)
 
         cases.assert_close(vg("triton"), vg("associative"), np.float32, msg=f"{op} vmap over gamma")
+
+
+def _with_gamma(f, floats):
+    return lambda g: f(*floats, gamma=g)
 
 
 def test_vmap_is_one_launch():

@@ -74,7 +74,7 @@ def recording(on_launch):
     (None: zeros). Nothing runs; "triton" is accepted without a GPU."""
     from rlscan_jax._src import dispatch
     from rlscan_jax._src.triton import batching, launch, ops
-    from rlscan_jax._src.triton.kernels import common, gae, linear, retrace, returns, vtrace  # noqa: F401
+    from rlscan_jax._src.triton.kernels import adjoint, common, gae, linear, retrace, returns, vtrace  # noqa: F401
 
     # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
 
@@ -124,22 +124,33 @@ LAYOUTS = (
 def calls() -> list[tuple[cases.Inputs, dict]]:
     """The calls `record()` traces, in order: (inputs, arguments with the flags cast).
 
-    Every op × mode × layout, in float32 with bool flags and in bfloat16 with int8 flags.
+    Every op × mode × layout, in float32 with bool flags and in bfloat16 with int8 flags, with γ
+    and λ as Python floats; then, for the ops with γ, every mode × layout in float32 with γ as an
+    array, which `functions` traces: the fused backward's launch that also writes u (ops.py).
     """
     out = []
     for op, spec in cases.OPS.items():
         for mode in spec.modes:
             for T, batch, axis in LAYOUTS:
                 for dtype, flag_dtype in ((np.float32, np.bool_), (jnp.bfloat16, np.int8)):
-                    g = 0.9 if spec.has_gamma else None
-                    lam = 0.9 if spec.has_lambda else None
-                    inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=g, lambda_=lam)
-                    args = dict(inp.args)
-                    for k in cases.FLAGS:
-                        if args.get(k) is not None:
-                            args[k] = np.asarray(args[k]).astype(flag_dtype)
-                    out.append((inp, args))
+                    out.append(_call(op, mode, T, batch, axis, dtype, flag_dtype, 0.9))
+    for op, spec in cases.OPS.items():
+        if spec.has_gamma:
+            for mode in spec.modes:
+                for T, batch, axis in LAYOUTS:
+                    out.append(_call(op, mode, T, batch, axis, np.float32, np.bool_, np.asarray(0.9, np.float32)))
     return out
+
+
+def _call(op, mode, T, batch, axis, dtype, flag_dtype, gamma) -> tuple[cases.Inputs, dict]:
+    spec = cases.OPS[op]
+    lam = 0.9 if spec.has_lambda else None
+    inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=gamma if spec.has_gamma else None, lambda_=lam)
+    args = dict(inp.args)
+    for k in cases.FLAGS:
+        if args.get(k) is not None:
+            args[k] = np.asarray(args[k]).astype(flag_dtype)
+    return inp, args
 
 
 def functions(inp: cases.Inputs, args: dict, implementation: str):

@@ -108,6 +108,12 @@ def param(x, name: str, shape: tuple[int, ...]) -> jax.Array:
     return arr
 
 
+def traced(*values) -> bool:
+    """Whether any of `values` (parameters as the caller passed them) is a JAX tracer: only a
+    traced parameter can be differentiated (a Python or NumPy number, or a concrete array, cannot)."""
+    return any(isinstance(v, jax.core.Tracer) for v in values)
+
+
 def scalar_param(x, name: str) -> jax.Array:
     """A clip threshold: a Python number or a scalar array; None means no clipping (+inf)."""
     if x is None:

@@ -52,21 +52,36 @@ def reference(op: str, x: dict, p: dict, *, axis: int, reverse: bool, method: st
     return mod.finalize(h, x, p, axis=axis, reverse=reverse)
 
 
-@functools.partial(jax.jit, static_argnames=("op", "axis", "reverse", "implementation", "out_dtype"))
-def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype):
-    """Runs `op` with the chosen implementation and returns outputs in `out_dtype`."""
+@functools.partial(jax.jit, static_argnames=("op", "axis", "reverse", "implementation", "out_dtype", "param_grads"))
+def evaluate(
+    op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype, param_grads: bool = True
+):
+    """Runs `op` with the chosen implementation and returns outputs in `out_dtype`.
+
+    `param_grads`: whether any parameter was traced where the op was called (checks.traced); the
+    Triton backward skips the parameters' gradients where none was (nothing can differentiate them).
+    """
     # Several devices: run the op on each device's block of the batch axes, with no collective
     # (issue #7, sharding.py). On one device this is `local(x, p, axis=axis)` itself.
-    local = functools.partial(_evaluate_local, op, reverse=reverse, implementation=implementation, out_dtype=out_dtype)
+    local = functools.partial(
+        _evaluate_local,
+        op,
+        reverse=reverse,
+        implementation=implementation,
+        out_dtype=out_dtype,
+        param_grads=param_grads,
+    )
     return sharding.per_shard(local, x, p, axis=axis, implementation=implementation)
 
 
-def _evaluate_local(op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype):
+def _evaluate_local(
+    op: str, x: dict, p: dict, *, axis: int, reverse: bool, implementation: str, out_dtype, param_grads: bool = True
+):
     """`evaluate` on one device's arrays (or one block of them)."""
     if implementation == "triton":
         from rlscan_jax._src.triton import ops as triton_ops  # lazy: imports triton
 
-        return triton_ops.evaluate(op, x, p, axis=axis, reverse=reverse, out_dtype=out_dtype)
+        return triton_ops.evaluate(op, x, p, axis=axis, reverse=reverse, out_dtype=out_dtype, param_grads=param_grads)
     x, p = cast_inputs(x, p, checks.compute_dtype(out_dtype))
     out = reference(op, x, p, axis=axis, reverse=reverse, method=implementation)
     return jax.tree.map(lambda o: o.astype(out_dtype), out)

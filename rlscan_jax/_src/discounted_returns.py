@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 from jax.typing import ArrayLike
 
-from rlscan_jax._src import core, dispatch, episodes
+from rlscan_jax._src import checks, core, dispatch, episodes
 
 
 def discounted_returns(
@@ -67,5 +67,12 @@ def discounted_returns(
     p = episodes.params(ep.step_shape, gamma=gamma)
     impl = dispatch.resolve(implementation)
     return core.evaluate(
-        "discounted_returns", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype
+        "discounted_returns",
+        ep.x,
+        p,
+        axis=ep.axis,
+        reverse=True,
+        implementation=impl,
+        out_dtype=ep.out_dtype,
+        param_grads=checks.traced(gamma),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 from jax.typing import ArrayLike
 
-from rlscan_jax._src import core, dispatch, episodes, traces
+from rlscan_jax._src import checks, core, dispatch, episodes, traces
 
 
 def eligibility_traces(
@@ -54,5 +54,12 @@ def eligibility_traces(
     p = episodes.params(tr.step_shape, gamma=gamma, lambda_=lambda_)
     impl = dispatch.resolve(implementation)
     return core.evaluate(
-        "eligibility_traces", tr.x, p, axis=tr.axis, reverse=False, implementation=impl, out_dtype=tr.out_dtype
+        "eligibility_traces",
+        tr.x,
+        p,
+        axis=tr.axis,
+        reverse=False,
+        implementation=impl,
+        out_dtype=tr.out_dtype,
+        param_grads=checks.traced(gamma, lambda_),
     )

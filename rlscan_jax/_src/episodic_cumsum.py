@@ -50,5 +50,12 @@ def episodic_cumsum(
     tr = traces.validate(inputs, done, initial, time_axis)
     impl = dispatch.resolve(implementation)
     return core.evaluate(
-        "episodic_cumsum", tr.x, {}, axis=tr.axis, reverse=reverse, implementation=impl, out_dtype=tr.out_dtype
+        "episodic_cumsum",
+        tr.x,
+        {},
+        axis=tr.axis,
+        reverse=reverse,
+        implementation=impl,
+        out_dtype=tr.out_dtype,
+        param_grads=False,
     )

@@ -7,7 +7,7 @@ from typing import NamedTuple
 import jax
 from jax.typing import ArrayLike
 
-from rlscan_jax._src import core, dispatch, episodes
+from rlscan_jax._src import checks, core, dispatch, episodes
 
 
 class GAEOutput(NamedTuple):
@@ -88,5 +88,14 @@ def gae(
     )
     p = episodes.params(ep.step_shape, gamma=gamma, lambda_=lambda_)
     impl = dispatch.resolve(implementation)
-    adv, ret = core.evaluate("gae", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype)
+    adv, ret = core.evaluate(
+        "gae",
+        ep.x,
+        p,
+        axis=ep.axis,
+        reverse=True,
+        implementation=impl,
+        out_dtype=ep.out_dtype,
+        param_grads=checks.traced(gamma, lambda_),
+    )
     return GAEOutput(adv, ret)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 from jax.typing import ArrayLike
 
-from rlscan_jax._src import core, dispatch, episodes
+from rlscan_jax._src import checks, core, dispatch, episodes
 
 
 def lambda_returns(
@@ -81,5 +81,12 @@ def lambda_returns(
     if next_values is not None:
         x["values"] = None  # v'_t comes from next_values alone
     return core.evaluate(
-        "lambda_returns", x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype
+        "lambda_returns",
+        x,
+        p,
+        axis=ep.axis,
+        reverse=True,
+        implementation=impl,
+        out_dtype=ep.out_dtype,
+        param_grads=checks.traced(gamma, lambda_),
     )

@@ -15,8 +15,11 @@ import jax.numpy as jnp
 
 
 def _launcher(op: str):
-    from rlscan_jax._src.triton.launchers import gae, linear, retrace, returns, vtrace
+    """The op's forward launcher, or with a ":bwd" suffix its fused backward (launchers/adjoint.py)."""
+    from rlscan_jax._src.triton.launchers import adjoint, gae, linear, retrace, returns, vtrace
 
+    if op.endswith(":bwd"):
+        return getattr(adjoint, op.removesuffix(":bwd"))
     return {
         "gae": gae.forward,
         "vtrace": vtrace.forward,
@@ -31,7 +34,7 @@ def _launcher(op: str):
 
 def _step_rank(x: dict, batched: dict) -> int:
     """The unbatched rank of the per-step shape (done's or reset's where inputs carry feature axes)."""
-    for key in ("done", "reset", "rewards", "a", "inputs"):
+    for key in ("done", "reset", "rewards", "a", "inputs", "g"):
         if x.get(key) is not None:
             return x[key].ndim - int(batched[key])
     raise ValueError("no per-step input")
@@ -46,7 +49,10 @@ def _batch_param(v: jax.Array, batched: bool, size: int, step_rank: int) -> jax.
 
 @functools.cache
 def launcher(op: str, axis: int, reverse: bool, out_dtype, store_h: bool):
-    """The op's forward launch as a function of (x, p) that vmap folds into one launch."""
+    """The op's launch as a function of (x, p) that vmap folds into one launch.
+
+    For an op's fused backward (`op` + ":bwd", launchers/adjoint.py) `out_dtype` is the gradients'
+    ((name, dtype), ...) and `store_h` asks for the adjoint state u."""
     forward = functools.partial(_launcher(op), axis=axis, reverse=reverse, out_dtype=out_dtype, store_h=store_h)
 
     @jax.custom_batching.custom_vmap

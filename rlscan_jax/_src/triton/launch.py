@@ -343,6 +343,10 @@ SPLIT_FILL_MIN_ELEMS = 256
 # tune_h200.md, run 8c, 1.5-5 % faster at 131072x8 time-major for five ops, 2-10 % for the
 # look-back at 1x1048576.
 LOOKBACK_FENCE = True
+# The backward pass of the ops in ops.FUSED_BACKWARD as one fused launch (launchers/adjoint.py);
+# False: the reference's vjp around the adjoint scan, as for the other ops (for an A/B in the
+# benchmark: `--launch FUSED_BACKWARD=False`).
+FUSED_BACKWARD = True
 
 
 class Geometry(NamedTuple):

@@ -8,6 +8,12 @@
                runs in the opposite direction on the Triton linear-scan kernel, and
                    da_t = u_t,   db_t = [not r_t] · u_t · h_{t±1}.
 
+For the ops in FUSED_BACKWARD the backward pass is instead one fused launch
+(launchers/adjoint.py): the adjoint scan reads the output cotangents and the raw flags and
+writes the inputs' gradients in their dtypes, with none of the elementwise passes around it. Where
+a parameter (γ, λ) may be differentiated (it was traced when the op was called), that launch also
+writes u, from which the reference's vjp gives the parameters' gradients as above.
+
 The launchers carry the `custom_vmap` rule (batching.py); `custom_vjp` sits outside them,
 never on the same function (jax issue 14150).
 """
@@ -22,7 +28,7 @@ import numpy as np
 
 from rlscan_jax._src import checks, core
 from rlscan_jax._src.reference import common
-from rlscan_jax._src.triton import batching
+from rlscan_jax._src.triton import batching, launch
 
 
 def _is_float(v) -> bool:
@@ -54,29 +60,59 @@ def _launch(op: str, axis: int, reverse: bool, out_dtype, with_h: bool, x: dict,
     return _to_varying(outs, axes) if axes else outs
 
 
-def _adjoint(g_h, b, reset, h, *, axis, reverse, decay=None):
-    """u, db of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward).
+# The ops whose backward pass is one fused launch (launchers/adjoint.py); eligibility traces only
+# where γλ is one value (0-d: the adjoint's b is then the same at t and t+1).
+FUSED_BACKWARD = ("gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_cumsum")
+
+
+def _adjoint(g_h, b, reset, *, axis, reverse, decay=None):
+    """u of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward).
 
     `decay`: b's one value (0-d), where the op's b is the same at every step. The adjoint scan
     then takes it as a parameter: b, shifted, is not written out as an array for it to read.
     The shift only matters at the window edge, where the adjoint scan starts from zero.
     """
-    shift, unshift = (common.shift_prev, common.shift_next) if reverse else (common.shift_next, common.shift_prev)
+    shift = common.shift_prev if reverse else common.shift_next
     r_adj = None if reset is None else shift(reset, axis, True)
-    h_prev = unshift(h, axis, 0.0)
     if decay is None:
         x, p = {"a": g_h, "b": shift(b, axis, 0.0), "reset": r_adj, "initial": None}, {}
     else:
         x, p = {"a": g_h, "b": None, "reset": r_adj, "initial": None}, {"decay": decay}
     u, _ = _launch("linear_scan", axis, not reverse, jnp.dtype(g_h.dtype), False, x, p)
-    db = u * h_prev
+    return u
+
+
+def _db(u, reset, h, *, axis, reverse):
+    """db_t = [not r_t] · u_t · h_{t∓1}."""
+    db = u * (common.shift_next if reverse else common.shift_prev)(h, axis, 0.0)
     if reset is not None:
         db = jnp.where(reset, jnp.zeros_like(db), db)
-    return u, db
+    return db
+
+
+def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, g, store_u: bool):
+    """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
+    None where the op has no fused backward for these inputs."""
+    xf, _ = _split(x)
+    if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
+        return None
+    if op == "eligibility_traces" and any(v.ndim for v in p.values()):
+        return None
+    if op == "gae":
+        xg = {"g": g[0], "g2": g[1]}
+    else:
+        xg = {"g": g}
+    if op in ("eligibility_traces", "episodic_cumsum"):
+        xg["done"] = x["done"]
+    else:
+        xg.update(terminated=x["terminated"], truncated=x["truncated"])
+    grads = tuple(sorted((k, jnp.dtype(v.dtype)) for k, v in xf.items()))
+    return _launch(f"{op}:bwd", axis, reverse, grads, store_u, xg, p)
 
 
 @functools.cache
-def _op(op: str, axis: int, reverse: bool, out_dtype):
+def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
+    """`param_grads`: whether the parameters may be differentiated (else their gradients are 0)."""
     ref = core.reference_module(op)
     cdt = checks.compute_dtype(out_dtype)
 
@@ -91,8 +127,8 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
             h = outs[0] if isinstance(outs, tuple) else outs
         return outs, (x, p, h)
 
-    def f_bwd(res, g):
-        x, p, h = res
+    def reference_grads(x, p, h, g, u=None):
+        """The gradients by the reference's vjp around the adjoint scan (u given, or scanned here)."""
         xf, rest = _split(x)
         xf_c = {k: v.astype(cdt) for k, v in xf.items()}
         p_c = {k: v.astype(cdt) for k, v in p.items()}
@@ -107,16 +143,30 @@ def _op(op: str, axis: int, reverse: bool, out_dtype):
         (_, b), coef_vjp, reset = jax.vjp(coefficients, xf_c, p_c, has_aux=True)
         h = h.astype(cdt)
         _, fin_vjp = jax.vjp(finalize, h, xf_c, p_c)
-        # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
-        g = _to_varying(g, _all_varying((x, p)))
         g_h, gx_fin, gp_fin = fin_vjp(jax.tree.map(lambda t: t.astype(cdt), g))
-        decay = ref.decay(p_c) if hasattr(ref, "decay") else None
-        decay = decay.astype(cdt) if decay is not None and decay.ndim == 0 else None
-        u, db = _adjoint(g_h, b, reset, h, axis=axis, reverse=reverse, decay=decay)
-        gx_coef, gp_coef = coef_vjp((u, db))
+        if u is None:
+            decay = ref.decay(p_c) if hasattr(ref, "decay") else None
+            decay = decay.astype(cdt) if decay is not None and decay.ndim == 0 else None
+            u = _adjoint(g_h, b, reset, axis=axis, reverse=reverse, decay=decay)
+        gx_coef, gp_coef = coef_vjp((u, _db(u, reset, h, axis=axis, reverse=reverse)))
         gx = {k: (gx_fin[k] + gx_coef[k]).astype(xf[k].dtype) for k in xf}
         gp = {k: (gp_fin[k] + gp_coef[k]).astype(p[k].dtype) for k in p}
-        gx.update({k: _zero_cotangent(v) for k, v in rest.items()})
+        return gx, gp
+
+    def f_bwd(res, g):
+        x, p, h = res
+        # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
+        g = _to_varying(g, _all_varying((x, p)))
+        fused = _fused_backward(op, axis, reverse, x, p, g, param_grads)
+        if fused is None:
+            gx, gp = reference_grads(x, p, h, g)
+        else:
+            gx, u = fused
+            if param_grads:
+                _, gp = reference_grads(x, p, h, g, u=u)
+            else:
+                gp = {k: jnp.zeros_like(v) for k, v in p.items()}
+        gx.update({k: _zero_cotangent(v) for k, v in _split(x)[1].items()})
         return gx, gp
 
     f.defvjp(f_fwd, f_bwd)
@@ -141,8 +191,11 @@ def _to_varying(tree, axes: frozenset):
     return jax.tree.map(cast, tree)
 
 
-def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, out_dtype):
-    """The op on the Triton kernels, differentiable and vmappable; outputs in `out_dtype`."""
+def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
+    """The op on the Triton kernels, differentiable and vmappable; outputs in `out_dtype`.
+
+    `param_grads=False` where no parameter was traced when the op was called (checks.traced): then
+    nothing can differentiate them, and the fused backward skips their gradients."""
     p = {k: v if _is_float(v) else jnp.asarray(v, jnp.float32) for k, v in p.items()}
     # Inside a shard_map the kernels' outputs vary along the manual axes of any input: every
     # input is made to vary along them too, so that the gradient of one that did not (a γ shared
@@ -150,4 +203,4 @@ def evaluate(op: str, x: dict, p: dict, *, axis: int, reverse: bool, out_dtype):
     axes = _all_varying((x, p))
     if axes:
         x, p = _to_varying((x, p), axes)
-    return _op(op, axis, reverse, jnp.dtype(out_dtype))(x, p)
+    return _op(op, axis, reverse, jnp.dtype(out_dtype), param_grads)(x, p)

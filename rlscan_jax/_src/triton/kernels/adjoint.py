@@ -1,0 +1,160 @@
+"""The backward pass of GAE, λ-returns and discounted returns as one kernel (KIND selects).
+
+The forward pass is a backward scan, h_t = a_t + [not done_t] b_t h_{t+1} (nothing enters at
+T-1). Its adjoint is a forward scan over the output cotangent g (GAE: of advantages plus returns):
+
+    u_t = g_t + [not done_{t-1}] b_{t-1} u_{t-1},   nothing entering at t = 0,
+
+with b_t = γ_t λ_t (GAE, λ-returns) or γ_t (discounted returns). With a_t = r_t + k_t v'_t
+(- V_t for GAE), where, selected to 0 at terminated steps,
+
+    k_t = γ_t · 1                                   GAE
+        = γ_t · (1 if done_t or t = T-1 else 1-λ_t)  λ-returns
+        = γ_t · (1 if done_t or t = T-1 else 0)      discounted returns,
+
+the inputs' gradients follow from u alone, and are written in the inputs' dtypes:
+
+    d rewards_t = u_t
+    d next_values_t = k_t u_t                      (v'_t from next_values)
+    d bootstrap_value = k_{T-1} u_{T-1}             (v'_{T-1} from bootstrap_value)
+    d values_t = k_{t-1} u_{t-1} [t > 0]            (v'_t from values_{t+1})
+               - u_t + d returns_t                  (GAE: a_t has -V_t, returns = A_t + V_t).
+
+The coefficients are built from the raw flags in registers, as the forward kernels do: no array
+of b, of the shifted flags or of u is written (u only with STORE_U, for the parameters'
+gradients, ops.py).
+"""
+
+import triton
+import triton.language as tl
+
+from rlscan_jax._src.triton.kernels import common
+
+
+@triton.jit
+def _flags(p_term, p_trunc, off, m, HAS_TERM: tl.constexpr, HAS_TRUNC: tl.constexpr):
+    """(terminated, done) at `off` as int1 blocks (false outside m and where a flag is absent)."""
+    term = m & False
+    if HAS_TERM:
+        term = common.load_flag(p_term, off, m)
+    done = term
+    if HAS_TRUNC:
+        done = done | common.load_flag(p_trunc, off, m)
+    return term, done
+
+
+@triton.jit
+def _bootstrap_grad(u, term, end, b_g, b_l, KIND: tl.constexpr):
+    """k_t · u_t (module docstring); `end`: done_t or t = T-1. Selected, never multiplied, to 0."""
+    if KIND == 0:
+        x = b_g * u
+    elif KIND == 1:
+        x = tl.where(end, b_g * u, b_g * (1.0 - b_l) * u)
+    else:
+        x = tl.where(end, b_g * u, 0.0)
+    return tl.where(term, 0.0, x)
+
+
+@triton.jit
+def adjoint_kernel(
+    p_g,
+    p_g2,
+    p_term,
+    p_trunc,
+    p_gamma,
+    p_lam,
+    p_cin,
+    N,
+    T,
+    INNER,
+    CPS,
+    p_dr,
+    p_dv,
+    p_dnv,
+    p_dboot,
+    p_u,
+    p_sh,
+    p_sb,
+    p_sync,
+    LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
+    BIG: tl.constexpr,
+    F64: tl.constexpr,
+    KIND: tl.constexpr,
+    HAS_TERM: tl.constexpr,
+    HAS_TRUNC: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_VALUES: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    STORE_U: tl.constexpr,
+    GAMMA_FULL: tl.constexpr,
+    LAMBDA_FULL: tl.constexpr,
+    PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
+    BT: tl.constexpr,
+    BB: tl.constexpr,
+    KP: tl.constexpr,
+    FOLD: tl.constexpr,
+    FENCE: tl.constexpr,
+    WALK_BACK: tl.constexpr,
+    STREAM: tl.constexpr,
+    CVEC: tl.constexpr,
+):
+    """KIND 0 GAE (p_g2: the returns' cotangent), 1 λ-returns, 2 discounted returns. HAS_VALUES:
+    values' gradient is written (GAE always; λ-returns where v' comes from values)."""
+    i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
+    o_n = common.rows(i_b, BIG, BB)
+    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
+    for k in range(CPS):
+        c = common.chunk_index(i_s, k, CPS, False, PHASE, WALK_BACK)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
+        m_p = m & (o_t > 0)[:, None]  # step t-1 exists
+        b_gh = common.load(p_g, off, m, F64)  # [BT, BB]
+        if KIND == 0:
+            b_gh += common.load(p_g2, off, m, F64)
+        term_p, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
+        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64)
+        b_l_p = b_g_p
+        if KIND == 2:
+            b_b = b_g_p
+        else:
+            b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64)
+            b_b = b_g_p * b_l_p
+        # Nothing enters at t = 0 (the forward pass starts from zero at T-1).
+        A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
+        if PHASE == 3:
+            ch = common.lookback(
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
+            )
+        u = common.apply(A, B, ch, SINGLE)
+        if PHASE != 1:
+            common.store(p_dr, off, u, m, STREAM)
+            if STORE_U:
+                common.store(p_u, off, u, m, STREAM)
+            if HAS_NEXT or HAS_BOOT:
+                term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
+                last = common.edge(o_t, o_n, T - 1)
+                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+                b_l = b_g
+                if KIND == 1:
+                    b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
+                b_k = _bootstrap_grad(u, term, done | last, b_g, b_l, KIND)
+                if HAS_NEXT:
+                    common.store(p_dnv, off, b_k, m, STREAM)
+                else:
+                    m_last = (o_n < N) & (tl.sum(last.to(tl.int32), axis=0) > 0)  # the chunk holds T-1
+                    tl.store(p_dboot + o_n, common.row(b_k, o_t, T - 1).to(p_dboot.dtype.element_ty), mask=m_last)
+            if HAS_VALUES:
+                b_dv = tl.zeros_like(u)
+                if not HAS_NEXT:
+                    # u_{t-1}: the row before in the block, and the carry across the chunk's start.
+                    shift = (u, tl.zeros_like(u) + ch[None, :], m & False)
+                    _, u_p, _ = tl.associative_scan(shift, 0, common.combine_next)
+                    b_dv = tl.where(m_p, _bootstrap_grad(u_p, term_p, done_p, b_g_p, b_l_p, KIND), 0.0)
+                if KIND == 0:
+                    b_dv += common.load(p_g2, off, m, F64) - u
+                common.store(p_dv, off, b_dv, m, STREAM)
+        if not SINGLE:
+            ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
+    if PHASE == 1:
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)

@@ -1,0 +1,128 @@
+"""The fused backward passes (ops.py): the adjoint scan reads the output cotangents and the raw
+flags, and writes the inputs' gradients in their own dtypes.
+
+Each launcher takes x = the cotangents ("g", and "g2" for GAE's returns) and the flags, p = the
+op's parameters, and `grads`: ((name, dtype), ...), the floating inputs whose gradients it
+writes. It returns ({name: gradient}, u), u (the adjoint state in the compute dtype, for the
+parameters' gradients) only where `store_u` asks for it, else None.
+"""
+
+import jax.numpy as jnp
+
+from rlscan_jax._src.reference import common
+from rlscan_jax._src.triton import launch
+from rlscan_jax._src.triton.kernels.adjoint import adjoint_kernel
+from rlscan_jax._src.triton.launchers import linear
+
+_KIND = {"gae": 0, "lambda_returns": 1, "discounted_returns": 2}
+
+
+def _returns(op, x, p, *, axis, grads, store_u):
+    """GAE, λ-returns and discounted returns: adjoint_kernel."""
+    grads = dict(grads)
+    g = x["g"]
+    shape = g.shape
+    gamma, gamma_full = launch.param(p["gamma"], shape)
+    lam, lam_full = launch.param(p["lambda_"], shape) if "lambda_" in p else (gamma, False)
+    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    acc = jnp.float64 if f64 else jnp.float32
+    edge = shape[:axis] + shape[axis + 1 :]
+
+    def slot(name, s=shape):
+        return launch.out(s, grads[name]) if name in grads else launch.placeholder()
+
+    outs = launch.scan_call(
+        adjoint_kernel,
+        op=op,
+        g=launch.geometry(shape, axis),
+        inputs=[
+            g,
+            launch.or_(x.get("g2"), g),
+            launch.or_(x["terminated"], g),
+            launch.or_(x["truncated"], g),
+            gamma,
+            lam,
+        ],
+        outputs=[
+            slot("rewards"),
+            slot("values"),
+            slot("next_values"),
+            slot("bootstrap_value", edge),
+            launch.out(shape, acc) if store_u else launch.placeholder(),
+        ],
+        reverse=False,
+        f64=f64,
+        KIND=_KIND[op],
+        HAS_TERM=x["terminated"] is not None,
+        HAS_TRUNC=x["truncated"] is not None,
+        HAS_NEXT="next_values" in grads,
+        HAS_VALUES="values" in grads,
+        HAS_BOOT="bootstrap_value" in grads,
+        STORE_U=store_u,
+        GAMMA_FULL=gamma_full,
+        LAMBDA_FULL=lam_full,
+    )
+    names = ("rewards", "values", "next_values", "bootstrap_value")
+    return {k: o for k, o in zip(names, outs) if k in grads}, (outs[4] if store_u else None)
+
+
+def gae(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse
+    return _returns("gae", x, p, axis=axis, grads=out_dtype, store_u=store_h)
+
+
+def lambda_returns(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse
+    return _returns("lambda_returns", x, p, axis=axis, grads=out_dtype, store_u=store_h)
+
+
+def discounted_returns(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse
+    return _returns("discounted_returns", x, p, axis=axis, grads=out_dtype, store_u=store_h)
+
+
+def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
+    """Episodic sums and eligibility traces (γλ one value): the adjoint is the linear kernel's scan
+    of the cotangent in the other direction, with the done flags where the forward pass had
+    them one step later (a forward scan's reset at t is done_{t-1}) or earlier."""
+    grads = dict(grads)
+    g, done = x["g"], x["done"]
+    dtype = jnp.float64 if jnp.dtype(grads["inputs"]) == jnp.float64 else jnp.float32
+    u, _ = linear._forward(
+        op,
+        g,
+        reset=done,
+        reset_prev=reverse,
+        gamma=gamma,
+        lam=lam,
+        initial=None,
+        axis=axis,
+        reverse=not reverse,
+        out_dtype=dtype if store_u or "initial" in grads else grads["inputs"],
+    )
+    out = {"inputs": u.astype(grads["inputs"])}
+    if "initial" in grads:
+        # The forward pass adds b_0 · initial to a_0 (forward), or, where the window's last
+        # step is not done, initial to a_{T-1} (reverse).
+        edge = common.take_time(u, axis, -1 if reverse else 0)
+        if gamma is not None:  # γλ at t = 0 (a row's own value where vmap batched it)
+            decay = common.take_time(jnp.broadcast_to(gamma * lam, g.shape if done is None else done.shape), axis, 0)
+            edge = jnp.reshape(decay, decay.shape + (1,) * (edge.ndim - decay.ndim)).astype(u.dtype) * edge
+        if reverse and done is not None:
+            last = common.take_time(common.flag(done), axis, -1)
+            last = jnp.reshape(last, last.shape + (1,) * (edge.ndim - last.ndim))
+            edge = jnp.where(last, jnp.zeros_like(edge), edge)
+        out["initial"] = edge.astype(grads["initial"])
+    return out, (u if store_u else None)
+
+
+def eligibility_traces(x, p, *, axis, reverse, out_dtype, store_h):
+    del reverse
+    return _traces(
+        "eligibility_traces", x, p["gamma"], p["lambda_"], axis=axis, reverse=False, grads=out_dtype, store_u=store_h
+    )
+
+
+def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
+    del p
+    return _traces("episodic_cumsum", x, None, None, axis=axis, reverse=reverse, grads=out_dtype, store_u=store_h)
