@@ -404,10 +404,10 @@ def test_kernel_resources_records_launches():
     assert one.kernel.fn.__name__ == "gae_kernel"
     assert one.grid == (p.row_blocks, 1) and one.num_warps == p.num_warps
     assert dict(one.constexprs)["BT"] == p.BT and dict(one.constexprs)["BB"] == p.BB
-    # fwd+bwd: the forward (with the scan's h kept) and the adjoint scan.
+    # fwd+bwd: the forward (with the scan's h kept) and the fused backward (ops.FUSED_BACKWARD).
     names = [x.kernel.fn.__name__ for x in kr.case_launches("gae", 4096, 128, "batch_major", "fwd+bwd")]
-    assert names == ["gae_kernel", "linear_kernel"]
-    # Rows split in three launches: summaries, carries, rescan; the gradient's adjoint likewise.
+    assert names == ["gae_kernel", "adjoint_kernel"]
+    # Rows split in three launches: summaries, carries, rescan; the fused backward likewise.
     split = [
         (x.kernel.fn.__name__, dict(x.constexprs).get("PHASE"))
         for x in kr.case_launches("gae", 1024, 4096, "time_major", "fwd+bwd")
@@ -416,7 +416,7 @@ def test_kernel_resources_records_launches():
         ("gae_kernel", 1),
         ("carry_kernel", None),
         ("gae_kernel", 2),
-        ("linear_kernel", 1),
+        ("adjoint_kernel", 1),
         ("carry_kernel", None),
-        ("linear_kernel", 2),
+        ("adjoint_kernel", 2),
     ]

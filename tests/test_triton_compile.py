@@ -349,7 +349,7 @@ def _column_vector_variants():
         for bb, cvec in blocks:
             flags = {**c, "BT": 4, "BB": bb, "CVEC": cvec}
             out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), bb // (32 * cvec)))
-    assert len(seen) == 5
+    assert len(seen) == 6
     return out
 
 
@@ -377,7 +377,7 @@ def _time_major_vector_variants():
         for bt, bb, cvec, warps, kp in blocks:
             flags = {**c, "BT": bt, "BB": bb, "CVEC": cvec, "KP": kp}
             out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), warps))
-    assert {phase for _, phase in seen} == {1, 2, 3} and len(seen) == 15, seen
+    assert {phase for _, phase in seen} == {1, 2, 3} and len(seen) == 18, seen
     return out
 
 
