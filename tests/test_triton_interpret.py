@@ -492,6 +492,30 @@ def _check_gradients(case):
         cases.assert_close(g, w, np.float32, msg=f"{case.id} d/d{name}")
 
 
+@pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if op != "linear_scan"])
+def test_float_flags_are_not_differentiated(op):
+    """Flags may be floating arrays (DESIGN.md §2). Differentiating through an op that takes them
+    gives them exact zero gradients of their own dtype and the other inputs the reference's
+    gradients: a float32 `terminated` once made the fused backward return a cotangent tree
+    without it (a TypeError from custom_vjp)."""
+    inp = cases.build(op, cases.MAIN_MODE[op], 19, (3,), 0, gamma=0.9, lambda_=0.8)
+    flags = [k for k in cases.FLAGS if inp.args.get(k) is not None]
+    assert flags, f"{op}'s main mode has no flag"
+    inp.args = {k: (np.asarray(v, np.float32) if k in flags else v) for k, v in inp.args.items()}
+    names = inp.float_names() + flags
+    rng = np.random.default_rng(cases.seed_of(op + "float flags"))
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+    floats = [jnp.asarray(inp.args[k]) for k in names]
+    argnums = tuple(range(len(names)))
+    got = jax.grad(_loss(inp, "triton", names, weights), argnums=argnums)(*floats)
+    want = jax.grad(_loss(inp, "associative", names, weights), argnums=argnums)(*floats)
+    for name, g, w in zip(names, got, want, strict=True):
+        if name in flags:
+            assert g.dtype == jnp.float32 and not np.any(np.asarray(g)), f"{op} d/d{name}"
+        else:
+            cases.assert_close(g, w, np.float32, msg=f"{op} d/d{name}")
+
+
 DECAY_OPS = ("gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_cumsum")
 
 

@@ -35,16 +35,23 @@ def _is_float(v) -> bool:
     return v is not None and jnp.issubdtype(v.dtype, jnp.floating)
 
 
+# Episode flags: bool or any numeric dtype, floating included (DESIGN.md §2), never differentiated.
+FLAGS = ("terminated", "truncated", "done")
+
+
 def _split(x: dict) -> tuple[dict, dict]:
-    """Floating inputs (differentiated) and the rest (flags, absent inputs)."""
-    floats = {k: v for k, v in x.items() if _is_float(v)}
-    rest = {k: v for k, v in x.items() if not _is_float(v)}
+    """Floating inputs (differentiated) and the rest (flags of any dtype, absent inputs)."""
+    floats = {k: v for k, v in x.items() if _is_float(v) and k not in FLAGS}
+    rest = {k: v for k, v in x.items() if k not in floats}
     return floats, rest
 
 
 def _zero_cotangent(v):
+    """A flag's cotangent: zeros of its own dtype where that is floating, else float0."""
     if v is None:
         return None
+    if _is_float(v):
+        return jnp.zeros_like(v)
     return np.zeros(v.shape, dtype=jax.dtypes.float0)
 
 
