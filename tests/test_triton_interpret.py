@@ -603,6 +603,75 @@ def test_fused_backward(op):
         cases.assert_close(vg("triton"), vg("associative"), np.float32, msg=f"{op} vmap over gamma")
 
 
+OFFPOLICY_ADJOINT = {"vtrace": "vtrace_adjoint_kernel", "retrace": "retrace_adjoint_kernel"}
+
+
+@pytest.mark.parametrize("op", OFFPOLICY_ADJOINT)
+@pytest.mark.parametrize("which", ["main", "other"])
+def test_fused_backward_offpolicy(op, which):
+    """V-trace's and Retrace's backward pass is one launch of their adjoint kernel (no linear
+    scan), writing u only where a parameter is traced. Gradients match the reference with ρ on
+    both sides of each clip and at it (log ρ = 0 at every third step, ρ = 1 = the clip, where
+    jnp.minimum's gradient is ½), for γ as one value (0: b = 0), per step, traced together with
+    a clip (their own gradients, from u), and vmapped over γ. Across chunks, in every split:
+    test_gradients_match_reference."""
+    import triton_variants
+
+    mode = (cases.MAIN_MODE if which == "main" else cases.OTHER_MODE)[op]
+    inp = cases.build(op, mode, 29, (3,), -1 if which == "other" else 0, gamma=0.9, lambda_=0.8)
+    lr = np.array(inp.args["log_rhos"])
+    np.moveaxis(lr, inp.time_pos, 0)[::3] = 0.0
+    inp.args = {**inp.args, "log_rhos": lr}
+    clip = "rho_clip" if op == "vtrace" else "c_clip"
+    rng = np.random.default_rng(cases.seed_of(op + which + "offpolicy"))
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+    names = inp.float_names()
+    floats = [jnp.asarray(inp.args[k]) for k in names]
+    argnums = tuple(range(len(names)))
+    per_step = np.asarray(rng.uniform(0.5, 0.99, size=inp.step_shape), np.float32)
+
+    def loss(impl, **params):
+        def f(*fl, **traced):
+            args = {**inp.args, **dict(zip(names, fl)), **params, **traced}
+            return sum(jnp.sum(o * w) for o, w in zip(cases.call(inp, impl, args), weights))
+
+        return f
+
+    def grads(impl, params, traced):
+        """The gradients as a function of (floats, γ, clip); γ and the clip differentiated if traced."""
+        f = loss(impl, **params)
+        if not traced:
+            return lambda fl, g_, c_: jax.grad(lambda fl_: f(*fl_))(fl)
+        g_fn = jax.grad(lambda fl, g_, c_: f(*fl, gamma=g_, **{clip: c_}), argnums=(0, 1, 2))
+        return lambda fl, g_, c_: (lambda r: (*r[0], r[1], r[2]))(g_fn(fl, g_, c_))
+
+    forms = {"γ 0.9": {}, "γ 0": {"gamma": 0.0}, "per step": {"gamma": jnp.asarray(per_step)}, "traced": {}}
+    for form, params in forms.items():
+        traced = form == "traced"
+        launches = []
+
+        def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
+            launches.append((kernel.fn.__name__, constexprs))
+
+        at = (floats, jnp.float32(0.9), jnp.float32(1.0))
+        with triton_variants.recording(on_launch):
+            jax.eval_shape(grads("triton", params, traced), *at)
+        kernels = [name for name, _ in launches]
+        assert "linear_kernel" not in kernels, (form, kernels)
+        (bwd,) = [c for name, c in launches if name == OFFPOLICY_ADJOINT[op]]
+        assert bwd["STORE_U"] == traced, form
+        got = jax.jit(grads("triton", params, traced))(*at)
+        want = jax.jit(grads("associative", params, traced))(*at)
+        for name, g, w in zip([*names, "gamma", clip] if traced else names, got, want, strict=True):
+            cases.assert_close(g, w, np.float32, msg=f"{op} {mode} {form} d/d{name}")
+    gammas = jnp.asarray([0.5, 0.9, 0.99], jnp.float32)
+
+    def vg(impl):
+        return jax.vmap(lambda g_: jax.grad(loss(impl, gamma=g_), argnums=argnums)(*floats))(gammas)
+
+    cases.assert_close(vg("triton"), vg("associative"), np.float32, msg=f"{op} vmap over gamma")
+
+
 def _with_gamma(f, floats):
     return lambda g: f(*floats, gamma=g)
 

@@ -74,7 +74,16 @@ def recording(on_launch):
     (None: zeros). Nothing runs; "triton" is accepted without a GPU."""
     from rlscan_jax._src import dispatch
     from rlscan_jax._src.triton import batching, launch, ops
-    from rlscan_jax._src.triton.kernels import adjoint, common, gae, linear, retrace, returns, vtrace  # noqa: F401
+    from rlscan_jax._src.triton.kernels import (  # noqa: F401
+        adjoint,
+        adjoint_offpolicy,
+        common,
+        gae,
+        linear,
+        retrace,
+        returns,
+        vtrace,
+    )
 
     # The kernels are imported above, before TRITON_INTERPRET is set, so they stay compilable.
 

@@ -73,4 +73,13 @@ def retrace(
     p = episodes.params(ep.step_shape, gamma=gamma, lambda_=lambda_)
     p["c_clip"] = checks.scalar_param(c_clip, "c_clip")
     impl = dispatch.resolve(implementation)
-    return core.evaluate("retrace", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype)
+    return core.evaluate(
+        "retrace",
+        ep.x,
+        p,
+        axis=ep.axis,
+        reverse=True,
+        implementation=impl,
+        out_dtype=ep.out_dtype,
+        param_grads=checks.traced(gamma, lambda_, c_clip),
+    )

@@ -97,5 +97,14 @@ def vtrace(
     p["c_clip"] = checks.scalar_param(c_clip, "c_clip")
     p["pg_rho_clip"] = checks.scalar_param(pg_rho_clip, "pg_rho_clip")
     impl = dispatch.resolve(implementation)
-    vs, pg = core.evaluate("vtrace", ep.x, p, axis=ep.axis, reverse=True, implementation=impl, out_dtype=ep.out_dtype)
+    vs, pg = core.evaluate(
+        "vtrace",
+        ep.x,
+        p,
+        axis=ep.axis,
+        reverse=True,
+        implementation=impl,
+        out_dtype=ep.out_dtype,
+        param_grads=checks.traced(gamma, lambda_, rho_clip, c_clip, pg_rho_clip),
+    )
     return VTraceOutput(vs, pg)

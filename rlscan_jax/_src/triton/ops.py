@@ -69,7 +69,22 @@ def _launch(op: str, axis: int, reverse: bool, out_dtype, with_h: bool, x: dict,
 
 # The ops whose backward pass is one fused launch (launchers/adjoint.py); eligibility traces only
 # where γλ is one value (0-d: the adjoint's b is then the same at t and t+1).
-FUSED_BACKWARD = ("gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_cumsum")
+FUSED_BACKWARD = (
+    "gae",
+    "lambda_returns",
+    "discounted_returns",
+    "eligibility_traces",
+    "episodic_cumsum",
+    "vtrace",
+    "retrace",
+)
+
+# The inputs that a fused backward reads besides the cotangents and flags (and then h, the
+# forward pass's residual: V-trace's vs - V in float32, Retrace's G).
+_BACKWARD_READS = {
+    "vtrace": ("rewards", "values", "log_rhos", "next_values", "bootstrap_value"),
+    "retrace": ("q_values", "log_rhos"),
+}
 
 
 def _adjoint(g_h, b, reset, *, axis, reverse, decay=None):
@@ -97,18 +112,20 @@ def _db(u, reset, h, *, axis, reverse):
     return db
 
 
-def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, g, store_u: bool):
+def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
-    None where the op has no fused backward for these inputs."""
+    None where the op has no fused backward for these inputs. `h`: the forward pass's residual."""
     xf, _ = _split(x)
     if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
         return None
     if op == "eligibility_traces" and any(v.ndim for v in p.values()):
         return None
-    if op == "gae":
+    if op in ("gae", "vtrace"):
         xg = {"g": g[0], "g2": g[1]}
     else:
         xg = {"g": g}
+    if op in _BACKWARD_READS:
+        xg.update({k: x[k] for k in _BACKWARD_READS[op]}, h=h)
     if op in ("eligibility_traces", "episodic_cumsum"):
         xg["done"] = x["done"]
     else:
@@ -164,7 +181,7 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         x, p, h = res
         # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
         g = _to_varying(g, _all_varying((x, p)))
-        fused = _fused_backward(op, axis, reverse, x, p, g, param_grads)
+        fused = _fused_backward(op, axis, reverse, x, p, h, g, param_grads)
         if fused is None:
             gx, gp = reference_grads(x, p, h, g)
         else:

@@ -12,7 +12,9 @@ import jax.numpy as jnp
 from rlscan_jax._src.reference import common
 from rlscan_jax._src.triton import launch
 from rlscan_jax._src.triton.kernels.adjoint import adjoint_kernel
+from rlscan_jax._src.triton.kernels.adjoint_offpolicy import retrace_adjoint_kernel, vtrace_adjoint_kernel
 from rlscan_jax._src.triton.launchers import linear
+from rlscan_jax._src.triton.launchers import vtrace as vtrace_launcher
 
 _KIND = {"gae": 0, "lambda_returns": 1, "discounted_returns": 2}
 
@@ -79,6 +81,92 @@ def lambda_returns(x, p, *, axis, reverse, out_dtype, store_h):
 def discounted_returns(x, p, *, axis, reverse, out_dtype, store_h):
     del reverse
     return _returns("discounted_returns", x, p, axis=axis, grads=out_dtype, store_u=store_h)
+
+
+def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
+    """x: g, g2 (the cotangents of vs and pg), the forward pass's float inputs and its h."""
+    del reverse
+    grads = dict(out_dtype)
+    r = x["rewards"]
+    shape = r.shape
+    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
+    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    edge = shape[:axis] + shape[axis + 1 :]
+    # rewards, values and log_rhos are always floating (checks); v' is next_values or the bootstrap.
+    outputs = [launch.out(shape, grads[k]) for k in ("rewards", "values", "log_rhos")]
+    outputs.append(launch.out(shape, grads["next_values"]) if "next_values" in grads else launch.placeholder())
+    outputs.append(launch.out(edge, grads["bootstrap_value"]) if "bootstrap_value" in grads else launch.placeholder())
+    outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
+    outs = launch.scan_call(
+        vtrace_adjoint_kernel,
+        op="vtrace",
+        g=launch.geometry(shape, axis),
+        inputs=[
+            x["g"],
+            x["g2"],
+            r,
+            x["values"],
+            x["log_rhos"],
+            launch.or_(x["next_values"], r),
+            launch.or_(x["bootstrap_value"], r),
+            x["h"],
+            launch.or_(x["terminated"], r),
+            launch.or_(x["truncated"], r),
+            *[v for v, _ in params.values()],
+        ],
+        outputs=outputs,
+        reverse=False,
+        f64=f64,
+        HAS_TERM=x["terminated"] is not None,
+        HAS_TRUNC=x["truncated"] is not None,
+        HAS_NEXT=x["next_values"] is not None,
+        STORE_U=store_h,
+        GAMMA_FULL=params["gamma"][1],
+        LAMBDA_FULL=params["lambda_"][1],
+        RHO_CLIP_FULL=params["rho_clip"][1],
+        C_CLIP_FULL=params["c_clip"][1],
+        PG_CLIP_FULL=params["pg_rho_clip"][1],
+        **vtrace_launcher.PLAN,
+    )
+    names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
+    return {k: o for k, o in zip(names, outs) if k in grads}, (outs[5] if store_h else None)
+
+
+def retrace(x, p, *, axis, reverse, out_dtype, store_h):
+    """x: g (the cotangent of G), q_values, log_rhos, the forward pass's G as h, and the flags."""
+    del reverse
+    grads = dict(out_dtype)
+    q = x["q_values"]
+    shape = q.shape
+    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
+    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    outputs = [launch.out(shape, grads[k]) for k in ("rewards", "q_values", "next_values", "log_rhos")]
+    outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
+    outs = launch.scan_call(
+        retrace_adjoint_kernel,
+        op="retrace",
+        g=launch.geometry(shape, axis),
+        inputs=[
+            x["g"],
+            q,
+            x["log_rhos"],
+            x["h"],
+            launch.or_(x["terminated"], q),
+            launch.or_(x["truncated"], q),
+            *[v for v, _ in params.values()],
+        ],
+        outputs=outputs,
+        reverse=False,
+        f64=f64,
+        HAS_TERM=x["terminated"] is not None,
+        HAS_TRUNC=x["truncated"] is not None,
+        STORE_U=store_h,
+        GAMMA_FULL=params["gamma"][1],
+        LAMBDA_FULL=params["lambda_"][1],
+        C_CLIP_FULL=params["c_clip"][1],
+    )
+    names = ("rewards", "q_values", "next_values", "log_rhos")
+    return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
 
 
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
