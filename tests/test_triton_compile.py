@@ -21,7 +21,7 @@ VARIANTS = triton_variants.record()
 def test_every_op_has_variants():
     names = {v.kernel.fn.__name__ for v in VARIANTS}
     kernels = ("gae_kernel", "vtrace_kernel", "retrace_kernel", "returns_kernel", "linear_kernel", "adjoint_kernel")
-    kernels += ("vtrace_adjoint_kernel", "retrace_adjoint_kernel")
+    kernels += ("vtrace_adjoint_kernel", "retrace_adjoint_kernel", "linear_adjoint_kernel")
     assert names == {*kernels, "carry_kernel"}
     phases = {dict(v.constexprs).get("PHASE") for v in VARIANTS}
     assert phases >= {0, 1, 2, 3}
@@ -350,7 +350,7 @@ def _column_vector_variants():
         for bb, cvec in blocks:
             flags = {**c, "BT": 4, "BB": bb, "CVEC": cvec}
             out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), bb // (32 * cvec)))
-    assert len(seen) == 8
+    assert len(seen) == 9
     return out
 
 
@@ -378,7 +378,7 @@ def _time_major_vector_variants():
         for bt, bb, cvec, warps, kp in blocks:
             flags = {**c, "BT": bt, "BB": bb, "CVEC": cvec, "KP": kp}
             out.append(triton_variants.Variant(v.kernel, v.types, tuple(sorted(flags.items())), warps))
-    assert {phase for _, phase in seen} == {1, 2, 3} and len(seen) == 24, seen
+    assert {phase for _, phase in seen} == {1, 2, 3} and len(seen) == 27, seen
     return out
 
 

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import test_numerics
+from conftest import enable_x64
 
 pytestmark = pytest.mark.triton_interpret
 
@@ -670,6 +671,96 @@ def test_fused_backward_offpolicy(op, which):
         return jax.vmap(lambda g_: jax.grad(loss(impl, gamma=g_), argnums=argnums)(*floats))(gammas)
 
     cases.assert_close(vg("triton"), vg("associative"), np.float32, msg=f"{op} vmap over gamma")
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
+def test_fused_backward_linear_scan(reverse, split, monkeypatch):
+    """linear_scan's backward pass is one launch of linear_adjoint_kernel, which reads b and h at
+    the neighbouring steps and writes d a, d b and d initial: no second linear_kernel and no
+    shifted copy of b. Gradients match the float64 oracle's autodiff (b through 0 and ±1, both
+    layouts, with and without an initial value, one pass and split rows), and under vmap with an
+    unbatched b and initial (whose gradients are then summed over the vmapped rows)."""
+    import oracle
+    import triton_variants
+
+    import rlscan_jax
+
+    rng = np.random.default_rng(31 + reverse)
+    T, n = 37, 3
+    a = rng.normal(size=(T, n))
+    b = rng.uniform(-1.2, 1.2, size=(T, n))
+    b[::5] = 0.0
+    b[1::7] = 1.0
+    init = rng.normal(size=(n,))
+    w = rng.normal(size=(T, n))
+
+    def want(with_init):
+        def loss(a_, b_, i_):
+            h = oracle.linear_scan(a_, b_, i_ if with_init else None, reverse, xp=jnp)
+            return jnp.sum(h * jnp.asarray(w))
+
+        with enable_x64():
+            return [np.asarray(g) for g in jax.grad(loss, argnums=(0, 1, 2))(a, b, init)]
+
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for axis in (0, 1):
+            for with_init in (False, True):
+                expected = want(with_init)
+
+                def loss(a_, b_, i_, axis=axis, with_init=with_init):
+                    h = rlscan_jax.linear_scan(
+                        a_,
+                        b_,
+                        initial=i_ if with_init else None,
+                        reverse=reverse,
+                        time_axis=axis,
+                        implementation="triton",
+                    )
+                    return jnp.sum(h * jnp.asarray(w if axis == 0 else w.T, jnp.float32))
+
+                args = [jnp.asarray(x, jnp.float32) for x in ((a, b) if axis == 0 else (a.T, b.T))]
+                args.append(jnp.asarray(init, jnp.float32))
+                launches = []
+
+                def on_launch(kernel, grid, args_, out_shapes, num_warps, constexprs, launches=launches):
+                    launches.append((kernel.fn.__name__, constexprs["REVERSE"]))
+
+                grad = jax.grad(loss, argnums=(0, 1, 2))
+                with triton_variants.recording(on_launch):
+                    jax.eval_shape(grad, *args)
+                # linear_kernel runs the forward pass alone (in its own direction); the backward pass
+                # is linear_adjoint_kernel's, the other way (a split's phases, each a launch).
+                assert {r for name, r in launches if name == "linear_kernel"} == {reverse}, launches
+                assert {r for name, r in launches if name == "linear_adjoint_kernel"} == {not reverse}, launches
+                got = [np.asarray(g) for g in jax.jit(grad)(*args)]
+                if axis == 1:
+                    got[:2] = [g.T for g in got[:2]]
+                if not with_init:
+                    assert not np.any(got[2]), "initial unused: zero gradient"
+                    got, expected = got[:2], expected[:2]
+                for name, g, e in zip(("a", "b", "initial"), got, expected):
+                    cases.assert_close(g, e, np.float32, msg=f"{split} axis {axis} init {with_init} d/d{name}")
+
+        # vmapped over a's rows (a batch of 2 copies scaled), b and initial shared: one launch.
+        def vloss(a_, b_, i_):
+            h = jax.vmap(lambda x: rlscan_jax.linear_scan(x, b_, initial=i_, reverse=reverse, implementation="triton"))(
+                a_
+            )
+            return jnp.sum(h * jnp.asarray(w, jnp.float32))
+
+        a2 = jnp.asarray(np.stack([a, 2 * a]), jnp.float32)
+        got = jax.grad(vloss, argnums=(0, 1, 2))(a2, jnp.asarray(b, jnp.float32), jnp.asarray(init, jnp.float32))
+
+        def oloss(a_, b_, i_):
+            return sum(jnp.sum(oracle.linear_scan(a_[k], b_, i_, reverse, xp=jnp) * jnp.asarray(w)) for k in range(2))
+
+        with enable_x64():
+            expected = jax.grad(oloss, argnums=(0, 1, 2))(np.asarray(a2, np.float64), b, init)
+        for name, g, e in zip(("a", "b", "initial"), got, expected):
+            cases.assert_close(np.asarray(g), np.asarray(e), np.float32, msg=f"{split} vmap d/d{name}")
 
 
 def _with_gamma(f, floats):

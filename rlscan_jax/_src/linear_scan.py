@@ -64,4 +64,6 @@ def linear_scan(
     x = {"a": a, "b": b, "initial": initial}
     impl = dispatch.resolve(implementation)
     out_dtype = checks.result_dtype([a, b, initial])
-    return core.evaluate("linear_scan", x, {}, axis=axis, reverse=reverse, implementation=impl, out_dtype=out_dtype)
+    return core.evaluate(
+        "linear_scan", x, {}, axis=axis, reverse=reverse, implementation=impl, out_dtype=out_dtype, param_grads=False
+    )

@@ -347,6 +347,17 @@ LOOKBACK_FENCE = True
 # False: the reference's vjp around the adjoint scan, as for the other ops (for an A/B in the
 # benchmark: `--launch FUSED_BACKWARD=False`).
 FUSED_BACKWARD = True
+# The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
+# sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
+# resident an SM), 88 at 16; in the benchmark its fwd+bwd at 16384x128 time-major (8 warps) took
+# 167 us against 107 for the reference's vjp around the linear scan, where at 4096x128 (16 warps by
+# the fill rule) it was 1.12x faster. So its time-major rows scanned whole take
+# VTRACE_ADJOINT_TIME_MAJOR_WARPS (0: the rule above). Retrace's look-back over [1024, 8] blocks
+# (time-major rows of 8 columns) spills 112 bytes at 255 registers, and at 8x131072 took 78 us
+# against 63; in blocks of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill)
+# instead (0: SPLIT_BLOCK_ELEMS_FEW_ROWS).
+VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
+RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
 
 
 class Geometry(NamedTuple):
@@ -390,12 +401,15 @@ def plan(
     whole_row_warps: int = 0,
     narrow: bool = False,
     op: str = "",
+    time_major_warps: int = 0,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
     `few_rows_elems` replaces SPLIT_BLOCK_ELEMS_FEW_ROWS for a kernel that spills at that size.
     `vector_split` replaces VECTOR_SPLIT_ELEMS (0: vectorisable long rows take the look-back).
     `whole_row_warps` replaces MAX_WARPS for batch-major rows scanned whole, one a program.
+    `time_major_warps` replaces the cap on warps for time-major rows scanned whole (T up to
+    MAX_BT_TIME_MAJOR), for a kernel that holds too many registers at MAX_WARPS.
     `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
     `op`: the op launching, for its columns a thread (COLUMN_VEC).
     """
@@ -421,6 +435,7 @@ def plan(
         many = N >= MANY_ROWS_TIME_MAJOR and op not in MANY_ROWS_TIME_MAJOR_EXCEPT
         rows = MIN_ROWS_TIME_MAJOR_WHOLE_MANY if many else MIN_ROWS_TIME_MAJOR_WHOLE
         BT, BB = t2, min(n2, max(rows, BLOCK_ELEMS // t2))
+        max_warps = time_major_warps
     else:
         BB = min(n2, MIN_ROWS_TIME_MAJOR)
         BT = SPLIT_BT_TIME_MAJOR if BB == MIN_ROWS_TIME_MAJOR else max(SPLIT_BT_TIME_MAJOR, SPLIT_BLOCK_ELEMS // BB)
@@ -568,6 +583,7 @@ def scan_call(
     few_rows_elems: int | None = None,
     vector_split: int | None = None,
     whole_row_warps: int = 0,
+    time_major_warps: int = 0,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -575,12 +591,12 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
-    `vector_split` and `whole_row_warps` go to `plan`.
+    `vector_split`, `whole_row_warps` and `time_major_warps` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)

@@ -77,13 +77,15 @@ FUSED_BACKWARD = (
     "episodic_cumsum",
     "vtrace",
     "retrace",
+    "linear_scan",
 )
 
 # The inputs that a fused backward reads besides the cotangents and flags (and then h, the
-# forward pass's residual: V-trace's vs - V in float32, Retrace's G).
+# forward pass's residual: V-trace's vs - V in float32, Retrace's G, linear_scan's h).
 _BACKWARD_READS = {
     "vtrace": ("rewards", "values", "log_rhos", "next_values", "bootstrap_value"),
     "retrace": ("q_values", "log_rhos"),
+    "linear_scan": ("b", "initial"),
 }
 
 
@@ -126,10 +128,7 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
         xg = {"g": g}
     if op in _BACKWARD_READS:
         xg.update({k: x[k] for k in _BACKWARD_READS[op]}, h=h)
-    if op in ("eligibility_traces", "episodic_cumsum"):
-        xg["done"] = x["done"]
-    else:
-        xg.update(terminated=x["terminated"], truncated=x["truncated"])
+    xg.update({k: x[k] for k in FLAGS if k in x})
     grads = tuple(sorted((k, jnp.dtype(v.dtype)) for k, v in xf.items()))
     return _launch(f"{op}:bwd", axis, reverse, grads, store_u, xg, p)
 

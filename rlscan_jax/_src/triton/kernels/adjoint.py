@@ -1,4 +1,5 @@
-"""The backward pass of GAE, λ-returns and discounted returns as one kernel (KIND selects).
+"""The backward pass of GAE, λ-returns and discounted returns as one kernel (KIND selects), and
+of linear_scan (linear_adjoint_kernel, at the end).
 
 The forward pass is a backward scan, h_t = a_t + [not done_t] b_t h_{t+1} (nothing enters at
 T-1). Its adjoint is a forward scan over the output cotangent g (GAE: of advantages plus returns):
@@ -156,5 +157,90 @@ def adjoint_kernel(
                 common.store(p_dv, off, b_dv, m, STREAM)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
+    if PHASE == 1:
+        common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
+
+
+@triton.jit
+def linear_adjoint_kernel(
+    p_g,
+    p_b,
+    p_h,
+    p_init,
+    p_cin,
+    N,
+    T,
+    INNER,
+    CPS,
+    p_da,
+    p_db,
+    p_dinit,
+    p_sh,
+    p_sb,
+    p_sync,
+    LAYOUT: tl.constexpr,
+    VEC: tl.constexpr,
+    BIG: tl.constexpr,
+    F64: tl.constexpr,
+    REVERSE: tl.constexpr,
+    HAS_INITIAL: tl.constexpr,
+    PHASE: tl.constexpr,
+    SINGLE: tl.constexpr,
+    BT: tl.constexpr,
+    BB: tl.constexpr,
+    KP: tl.constexpr,
+    FOLD: tl.constexpr,
+    FENCE: tl.constexpr,
+    WALK_BACK: tl.constexpr,
+    STREAM: tl.constexpr,
+    CVEC: tl.constexpr,
+):
+    """linear_scan's backward pass. Its forward pass h_t = a_t + b_t h_{t-1} (h_{-1} = initial, or
+    0) has the adjoint u_t = g_t + b_{t+1} u_{t+1} (u_T = 0), a reverse scan, and
+
+        d a_t = u_t,   d b_t = u_t h_{t-1},   d initial = b_0 u_0;
+
+    a reverse forward pass (h_t = a_t + b_t h_{t+1}, h_T = initial) the same with t+1 and t-1
+    exchanged and T-1 for 0. REVERSE is the adjoint's direction (the forward pass's other).
+    b at t±1 and h at t∓1 are read at the neighbouring offsets: no shifted copy is written."""
+    i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
+    o_n = common.rows(i_b, BIG, BB)
+    m_n = o_n < N
+    ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, REVERSE, KP)
+    for k in range(CPS):
+        c = common.chunk_index(i_s, k, CPS, REVERSE, PHASE, WALK_BACK)
+        o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC, CVEC)
+        # d: the offset from step t to the step the adjoint comes from (the forward pass's next);
+        # the forward pass came from the other side, and its window edge is t_edge.
+        if REVERSE:
+            d = ts
+            m_next = m & (o_t < T - 1)[:, None]
+            m_prev = m & (o_t > 0)[:, None]
+            t_edge = 0
+        else:
+            d = -ts
+            m_next = m & (o_t > 0)[:, None]
+            m_prev = m & (o_t < T - 1)[:, None]
+            t_edge = T - 1
+        # b of the step the adjoint comes from; 0 (nothing enters) where there is none.
+        b_b = common.load(p_b, off + d, m_next, F64)
+        A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC)
+        if PHASE == 3:
+            ch = common.lookback(
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, REVERSE, F64, BT, KP, FENCE
+            )
+        u = common.apply(A, B, ch, SINGLE)
+        if PHASE != 1:
+            common.store(p_da, off, u, m, STREAM)
+            at_edge = common.edge(o_t, o_n, t_edge) & m
+            b_h = common.load(p_h, off - d, m_prev, F64)  # h of the step the forward pass came from
+            if HAS_INITIAL:
+                b_h = tl.where(at_edge, common.load(p_init, o_n, m_n, F64)[None, :], b_h)
+                b_b0 = common.load(p_b, off, at_edge, F64)  # b at the edge alone
+                m_e = m_n & (tl.sum(at_edge.to(tl.int32), axis=0) > 0)  # the chunk holds the edge
+                tl.store(p_dinit + o_n, common.row(b_b0 * u, o_t, t_edge).to(p_dinit.dtype.element_ty), mask=m_e)
+            common.store(p_db, off, u * b_h, m, STREAM)
+        if not SINGLE:
+            ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)

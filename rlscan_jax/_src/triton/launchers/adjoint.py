@@ -11,7 +11,7 @@ import jax.numpy as jnp
 
 from rlscan_jax._src.reference import common
 from rlscan_jax._src.triton import launch
-from rlscan_jax._src.triton.kernels.adjoint import adjoint_kernel
+from rlscan_jax._src.triton.kernels.adjoint import adjoint_kernel, linear_adjoint_kernel
 from rlscan_jax._src.triton.kernels.adjoint_offpolicy import retrace_adjoint_kernel, vtrace_adjoint_kernel
 from rlscan_jax._src.triton.launchers import linear
 from rlscan_jax._src.triton.launchers import vtrace as vtrace_launcher
@@ -127,6 +127,7 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         C_CLIP_FULL=params["c_clip"][1],
         PG_CLIP_FULL=params["pg_rho_clip"][1],
         **vtrace_launcher.PLAN,
+        time_major_warps=launch.VTRACE_ADJOINT_TIME_MAJOR_WARPS,
     )
     names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
     return {k: o for k, o in zip(names, outs) if k in grads}, (outs[5] if store_h else None)
@@ -164,6 +165,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
         C_CLIP_FULL=params["c_clip"][1],
+        few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
     )
     names = ("rewards", "q_values", "next_values", "log_rhos")
     return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
@@ -214,3 +216,29 @@ def eligibility_traces(x, p, *, axis, reverse, out_dtype, store_h):
 def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
     del p
     return _traces("episodic_cumsum", x, None, None, axis=axis, reverse=reverse, grads=out_dtype, store_u=store_h)
+
+
+def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
+    """x: g (the cotangent of h), b, the forward pass's h and its initial value (or None). No
+    parameters, so no u."""
+    del p, store_h
+    grads = dict(out_dtype)
+    g, init = x["g"], x["initial"]
+    shape = g.shape
+    edge = shape[:axis] + shape[axis + 1 :]
+    outs = launch.scan_call(
+        linear_adjoint_kernel,
+        op="linear_scan",
+        g=launch.geometry(shape, axis),
+        inputs=[g, x["b"], x["h"], launch.or_(init, g)],
+        outputs=[
+            launch.out(shape, grads["a"]),
+            launch.out(shape, grads["b"]),
+            launch.out(edge, grads["initial"]) if init is not None else launch.placeholder(),
+        ],
+        reverse=not reverse,
+        f64=any(jnp.dtype(d) == jnp.float64 for d in grads.values()),
+        REVERSE=not reverse,
+        HAS_INITIAL=init is not None,
+    )
+    return {k: o for k, o in zip(("a", "b", "initial"), outs) if k in grads}, None
