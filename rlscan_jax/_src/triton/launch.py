@@ -355,9 +355,13 @@ FUSED_BACKWARD = True
 # VTRACE_ADJOINT_TIME_MAJOR_WARPS (0: the rule above). Retrace's look-back over [1024, 8] blocks
 # (time-major rows of 8 columns) spills 112 bytes at 255 registers, and at 8x131072 took 78 us
 # against 63; in blocks of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill)
-# instead (0: SPLIT_BLOCK_ELEMS_FEW_ROWS).
+# instead (0: SPLIT_BLOCK_ELEMS_FEW_ROWS). Its batch-major rows of 4096 steps scanned whole took
+# 157 registers at 8 warps, and its fwd+bwd at 1024x4096 was no faster than the reference's vjp
+# (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), as V-trace's forward
+# pass and adjoint (launchers/vtrace.PLAN).
 VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
 RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
+RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
 
 
 class Geometry(NamedTuple):

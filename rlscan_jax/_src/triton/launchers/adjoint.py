@@ -166,6 +166,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         LAMBDA_FULL=params["lambda_"][1],
         C_CLIP_FULL=params["c_clip"][1],
         few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
+        whole_row_warps=launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
     )
     names = ("rewards", "q_values", "next_values", "log_rhos")
     return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
