@@ -141,12 +141,14 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     shape = q.shape
     params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
     f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    g = launch.geometry(shape, axis)
+    narrow = launch.narrow_rows(g, [x["g"], q, x["log_rhos"]])
     outputs = [launch.out(shape, grads[k]) for k in ("rewards", "q_values", "next_values", "log_rhos")]
     outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
     outs = launch.scan_call(
         retrace_adjoint_kernel,
         op="retrace",
-        g=launch.geometry(shape, axis),
+        g=g,
         inputs=[
             x["g"],
             q,
@@ -166,7 +168,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         LAMBDA_FULL=params["lambda_"][1],
         C_CLIP_FULL=params["c_clip"][1],
         few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
-        whole_row_warps=launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
+        whole_row_warps=0 if narrow else launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
     )
     names = ("rewards", "q_values", "next_values", "log_rhos")
     return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
