@@ -349,17 +349,19 @@ LOOKBACK_FENCE = True
 FUSED_BACKWARD = True
 # The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
 # sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
-# resident an SM), 88 at 16; in the benchmark its fwd+bwd at 16384x128 time-major (8 warps) took
-# 167 us against 107 for the reference's vjp around the linear scan, where at 4096x128 (16 warps by
-# the fill rule) it was 1.12x faster. So its time-major rows scanned whole take
-# VTRACE_ADJOINT_TIME_MAJOR_WARPS (0: the rule above). Retrace's look-back over [1024, 8] blocks
-# (time-major rows of 8 columns) spills 112 bytes at 255 registers, and at 8x131072 took 78 us
-# against 63; in blocks of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill)
-# instead (0: SPLIT_BLOCK_ELEMS_FEW_ROWS). Its batch-major rows of 4096 steps scanned whole took
+# resident an SM), 88 at 16. Its time-major rows scanned whole take VTRACE_ADJOINT_TIME_MAJOR_WARPS
+# (0: the rule above): fwd+bwd at 16384x128 time-major, both plans in one run on an H200
+# (2026-12-03), float32 166.2 -> 96.3 us, bfloat16 160.3 -> 89.0 (the reference's vjp around the
+# linear scan took 106.7 in float32); at 4096x128 the fill rule already gives 16. Retrace's
+# look-back over [1024, 8] blocks (time-major rows of 8 columns) spills 112 bytes at 255
+# registers, and its fwd+bwd at 8x131072 took 78 us against 63 for the reference's vjp; in blocks
+# of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill) instead (0:
+# SPLIT_BLOCK_ELEMS_FEW_ROWS), as V-trace's forward pass (launchers/vtrace.PLAN): chosen from the
+# compiled resources alone, not yet timed. Its batch-major rows of 4096 steps scanned whole took
 # 157 registers at 8 warps, and its fwd+bwd at 1024x4096 was no faster than the reference's vjp
-# (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), as V-trace's forward
-# pass and adjoint (launchers/vtrace.PLAN), for rows of float32 inputs only (narrow_rows: in one
-# run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0 against 49.2).
+# (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), for rows of float32
+# inputs only (narrow_rows: in one run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0
+# against 49.2).
 VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
 RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
 RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
