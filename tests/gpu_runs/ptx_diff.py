@@ -1,6 +1,7 @@
 """Whether two checkouts compile every recorded kernel variant to the same PTX (no GPU needed).
 
     python tests/gpu_runs/ptx_diff.py OLD_CHECKOUT [NEW_CHECKOUT]   # NEW defaults to this one
+    python tests/gpu_runs/ptx_diff.py --kernels vtrace_kernel,adjoint_kernel OLD_CHECKOUT   # these alone
 
 A refactor of the kernels' source that leaves every variant's PTX unchanged keeps what the GPU
 runs (tests, sanitizer sweeps, benchmarks) valid for the new source. For each checkout, a child
@@ -58,8 +59,9 @@ def stable_name(name: str) -> str:
     )
 
 
-def hashes(root: str) -> dict[str, str]:
-    """{variant name and warps: sha256 of its normalized PTX} for the checkout at `root`."""
+def hashes(root: str, kernels: frozenset[str] = frozenset()) -> dict[str, str]:
+    """{variant name and warps: sha256 of its normalized PTX} for the checkout at `root` (the
+    variants of `kernels` alone, where given)."""
     sys.path[:0] = [root, os.path.join(root, "tests")]
     import triton_variants
     from triton.backends.compiler import GPUTarget
@@ -68,6 +70,8 @@ def hashes(root: str) -> dict[str, str]:
 
     out = {}
     for v in triton_variants.record():
+        if kernels and v.kernel.fn.__name__ not in kernels:
+            continue
         constexprs = dict(v.constexprs)
         params = [p for p in v.kernel.arg_names if p not in constexprs]
         signature = dict(zip(params, v.types, strict=True))
@@ -78,9 +82,9 @@ def hashes(root: str) -> dict[str, str]:
     return out
 
 
-def _child_hashes(root: str) -> dict[str, str]:
+def _child_hashes(root: str, kernels: str = "") -> dict[str, str]:
     proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--hashes", os.path.abspath(root)],
+        [sys.executable, os.path.abspath(__file__), "--hashes", os.path.abspath(root), kernels],
         capture_output=True,
         text=True,
         check=True,
@@ -91,13 +95,16 @@ def _child_hashes(root: str) -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--hashes"]:
-        print(json.dumps(hashes(argv[1])))
+        print(json.dumps(hashes(argv[1], frozenset(k for k in argv[2].split(",") if k))))
         return 0
+    kernels = ""
+    if argv[:1] == ["--kernels"] and len(argv) > 1:
+        kernels, argv = argv[1], argv[2:]
     if not 1 <= len(argv) <= 2:
         print(__doc__)
         return 2
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    old, new = _child_hashes(argv[0]), _child_hashes(argv[1] if len(argv) == 2 else here)
+    old, new = _child_hashes(argv[0], kernels), _child_hashes(argv[1] if len(argv) == 2 else here, kernels)
     differ = sorted(k for k in old.keys() & new.keys() if old[k] != new[k])
     only = sorted(old.keys() ^ new.keys())
     for k in differ:

@@ -149,8 +149,7 @@ def adjoint_kernel(
                 b_dv = tl.zeros_like(u)
                 if not HAS_NEXT:
                     # u_{t-1}: the row before in the block, and the carry across the chunk's start.
-                    shift = (u, tl.zeros_like(u) + ch[None, :], m & False)
-                    _, u_p, _ = tl.associative_scan(shift, 0, common.combine_next)
+                    u_p = common.previous(u, tl.zeros_like(u) + ch[None, :], m)
                     b_dv = tl.where(m_p, _bootstrap_grad(u_p, term_p, done_p, b_g_p, b_l_p, KIND), 0.0)
                 if KIND == 0:
                     b_dv += common.load(p_g2, off, m, F64) - u

@@ -28,7 +28,7 @@ G = h). With s_t = [cont_{t-1}] γ_{t-1} u_{t-1} (0 at t = 0):
     d log_rhos_t = s_t (h_t - q_t) λ_t ρ_t dmin(ρ_t, c̄)
 
 u_{t-1} is the previous row of the block, and across a chunk's start the carry entering it
-(`combine_next` shift scans, as in adjoint.py). Flags select, never multiply. u is written (in
+(`common.previous`, a shift as a scan). Flags select, never multiply. u is written (in
 float32 or float64) only with STORE_U, for the parameters' gradients (ops.py).
 """
 
@@ -48,8 +48,7 @@ def _dmin(x, c):
 @triton.jit
 def _previous(u, ch, m):
     """u_{t-1} [BT, BB]: the row before in the block, and the carry `ch` across the chunk's start."""
-    _, u_p, _ = tl.associative_scan((u, tl.zeros_like(u) + ch[None, :], m & False), 0, common.combine_next)
-    return u_p
+    return common.previous(u, tl.zeros_like(u) + ch[None, :], m)
 
 
 @triton.jit

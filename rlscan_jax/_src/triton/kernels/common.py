@@ -47,6 +47,19 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
+def previous(x, first, m, BACK: tl.constexpr = False):
+    """x [BT, BB] at the position processed just before each t in scan order, and `first` (a
+    block of x's shape: the carry across the chunk's edge) at the block's first position. BACK:
+    the block's rows ascend while its scan runs in reverse (`offsets`' VEC), so that position
+    is the next row."""
+    if BACK:
+        _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next, reverse=True)
+    else:
+        _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next)
+    return x_p
+
+
+@triton.jit
 def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
     """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
     if PHASE == 3:
