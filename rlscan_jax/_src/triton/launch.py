@@ -301,6 +301,7 @@ COLUMN_VEC = {"retrace": 2, "eligibility_traces": 2, "linear_scan": 2}
 # twice. Not bitwise repeatable: the fold's depth depends on timing.
 CHAIN_OPS: tuple[str, ...] = ()
 CHAIN_BT = 16
+CHAIN_WINDOW = 8  # earlier chunks a look-back reads at once
 # Column blocks of rows of 16-bit inputs wider than COLUMNS_TIME_MAJOR, by op: tune_h200.md, run 13,
 # 512-column blocks at 2 columns a thread (8 warps) for bfloat16 GAE 1.07-1.09x faster than 256
 # (the shipped 2 columns a thread) at 4096x1024 and 1024x4096, even at 16384x512, 0.99x at 512x4096;
@@ -637,7 +638,7 @@ def scan_call(
             ],
             zeroed=(len(outputs) + 2,),
             PHASE=4 if p.chain else 3,
-            KP=1 if p.chain else next_pow2(p.nseg),
+            KP=CHAIN_WINDOW if p.chain else next_pow2(p.nseg),
             **{**meta, "FENCE": LOOKBACK_FENCE},
         )
         return outs[: len(outputs)]

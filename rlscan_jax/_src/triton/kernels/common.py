@@ -358,7 +358,7 @@ def lookback(
     """
     if PHASE == 4:
         return chain(
-            A, B, o_t, o_n, N, T, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, FENCE
+            A, B, o_t, o_n, N, T, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, FENCE, KP
         )
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
@@ -403,12 +403,12 @@ def lookback(
 
 
 @triton.jit
-def _acquire(FENCE: tl.constexpr, p_flag):
-    """Orders the reads after it behind the flag(s) at p_flag that a volatile read saw raised."""
+def _acquire(FENCE: tl.constexpr, p_flag, m):
+    """Orders the reads after it behind the flags at p_flag (where m) that a volatile read saw raised."""
     if FENCE:
         tl.inline_asm_elementwise("fence.acq_rel.gpu;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
     else:
-        tl.atomic_add(p_flag, 0, sem="acquire", scope="gpu")
+        tl.atomic_add(p_flag, 0, mask=m, sem="acquire", scope="gpu")
     tl.debug_barrier()
 
 
@@ -422,6 +422,13 @@ def _publish(p_a, a, p_b, b, p_flag, state, TWO: tl.constexpr):
         tl.store(p_b + o_r, b.to(p_b.dtype.element_ty))
     tl.debug_barrier()  # every thread's part is written before the flag goes up
     tl.atomic_xchg(p_flag, state, sem="release", scope="gpu")
+
+
+@triton.jit
+def _pause(FENCE: tl.constexpr):
+    """A short sleep between polls of a flag (on a GPU: FENCE, which the interpreter turns off)."""
+    if FENCE:
+        tl.inline_asm_elementwise("nanosleep.u32 64;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
 
 
 @triton.jit
@@ -443,16 +450,19 @@ def chain(
     F64: tl.constexpr,
     BT: tl.constexpr,
     FENCE: tl.constexpr = False,
+    KW: tl.constexpr = 1,
 ):
     """PHASE 4: the carry [BB] entering chunk i_s, by a look-back of variable depth.
 
     Each chunk publishes its composite (A, B at its exit row; flag 1) as soon as it has scanned,
-    then walks back over the chunks before it in scan order, folding their composites until it
-    meets one that has published its inclusive prefix (the state leaving it; flag 2), and then
-    publishes its own. The first chunk of a row publishes its prefix at once. p_agg_a holds the
-    composites' A in its first half and the prefixes in its second; p_agg_b the composites' B.
-    How deep a walk goes depends on timing, and so does the order of the fold: the result may
-    differ between calls by float32 rounding (PHASE 3's fixed fold does not).
+    then looks back over the chunks before it in scan order, KW at a time: once the flags of a
+    window are raised up to the nearest chunk that has published its inclusive prefix (the state
+    leaving it; flag 2), it folds that prefix and the composites after it; a window with no
+    prefix is folded whole and the look-back goes on before it. Then it publishes its own
+    prefix. The first chunk of a row publishes its prefix at once. p_agg_a holds the composites'
+    A in its first half and the prefixes in its second; p_agg_b the composites' B. How deep a
+    look-back goes depends on timing, and so does the order of the fold: the result may differ
+    between calls by float32 rounding (PHASE 3's fixed fold does not).
     """
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
@@ -466,10 +476,8 @@ def chain(
     p_pre = p_agg_a + tiles.to(tl.int64) * BB + base * BB
     if REVERSE:
         first = i_s == nseg - 1
-        step = 1
     else:
         first = i_s == 0
-        step = -1
     x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
@@ -479,23 +487,39 @@ def chain(
         _publish(p_agg_a + (base + i_s) * BB, a_e, p_agg_b + (base + i_s) * BB, b_e, p_flags + i_s, 1, True)
         fa = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
         fb = fa + 1.0
-        j = i_s + step
+        o_w = tl.arange(0, KW)  # rows of a window in scan order: the last is the chunk just before
+        d = i_s  # distance, in scan order, from the first chunk to the one after the window
+        if REVERSE:
+            d = nseg - 1 - i_s
         going = True
         while going:
-            f = tl.load(p_flags + j, volatile=True)
-            while f == 0:
-                f = tl.load(p_flags + j, volatile=True)
-            _acquire(FENCE, p_flags + j)
-            # volatile: read through to L2 (a line cached in L1 may predate the flag)
-            if f == 2:
-                va = load(p_pre + j * BB, o_r, o_r >= 0, F64, volatile=True)
-                vb = fa * 0.0
-                going = False
+            pos = d - KW + o_w  # positions in scan order; < 0: before the row's first chunk
+            if REVERSE:
+                slot = nseg - 1 - pos
             else:
-                va = load(p_agg_a + (base + j) * BB, o_r, o_r >= 0, F64, volatile=True)
-                vb = load(p_agg_b + (base + j) * BB, o_r, o_r >= 0, F64, volatile=True)
-            fa, fb = combine(va, vb, fa, fb)
-            j += step
+                slot = pos
+            valid = pos >= 0
+            flags = tl.load(p_flags + slot, mask=valid, other=2, volatile=True)
+            near = tl.max(tl.where(flags == 2, o_w, -1), axis=0)  # the last prefix, in scan order
+            missing = tl.sum(((o_w > near) & (flags == 0)).to(tl.int32), axis=0)
+            while missing > 0:
+                _pause(FENCE)
+                flags = tl.load(p_flags + slot, mask=valid, other=2, volatile=True)
+                near = tl.max(tl.where(flags == 2, o_w, -1), axis=0)
+                missing = tl.sum(((o_w > near) & (flags == 0)).to(tl.int32), axis=0)
+            _acquire(FENCE, p_flags + slot, valid & (o_w >= near))
+            m_agg = (valid & (o_w > near))[:, None] & (o_r >= 0)[None, :]
+            m_pre = (valid & (o_w == near))[:, None] & (o_r >= 0)[None, :]
+            off = slot.to(tl.int64)[:, None] * BB + o_r[None, :]
+            # volatile: read through to L2 (a line cached in L1 may predate the flag)
+            va = load(p_agg_a + base * BB, off, m_agg, F64, volatile=True)
+            va += load(p_pre, off, m_pre, F64, volatile=True)
+            vb = tl.where(m_agg, load(p_agg_b + base * BB, off, m_agg, F64, volatile=True), 1.0)
+            vb = tl.where(m_pre, 0.0, vb)
+            wa, wb = tl.associative_scan((va, vb), 0, combine)
+            fa, fb = combine(row(wa, o_w, KW - 1), row(wb, o_w, KW - 1), fa, fb)
+            going = near < 0
+            d -= KW
         carry = fa
     pa, _ = combine(carry, carry * 0.0, a_e, b_e)
     _publish(p_pre + i_s * BB, pa, p_pre, pa, p_flags + i_s, 2, False)
