@@ -294,14 +294,6 @@ COLUMN_MAX_SEGMENTS = 256
 # in float32 (0.62-1.02x), and in bfloat16 won less than 2 except for Retrace and V-trace
 # at 16384 columns.
 COLUMN_VEC = {"retrace": 2, "eligibility_traces": 2, "linear_scan": 2}
-# Column blocks in one launch, by op (prepared, off: for an A/B with `--launch CHAIN_OPS=...`): the
-# ops named here scan time-major column blocks one chunk of CHAIN_BT steps a program (PHASE 4,
-# common.chain): a chunk publishes its composite, walks back only to the nearest earlier chunk that
-# has published its inclusive prefix, and reads its inputs once, where the three launches read them
-# twice. Not bitwise repeatable: the fold's depth depends on timing.
-CHAIN_OPS: tuple[str, ...] = ()
-CHAIN_BT = 16
-CHAIN_WINDOW = 8  # earlier chunks a look-back reads at once
 # Column blocks of rows of 16-bit inputs wider than COLUMNS_TIME_MAJOR, by op: tune_h200.md, run 13,
 # 512-column blocks at 2 columns a thread (8 warps) for bfloat16 GAE 1.07-1.09x faster than 256
 # (the shipped 2 columns a thread) at 4096x1024 and 1024x4096, even at 16384x512, 0.99x at 512x4096;
@@ -407,7 +399,6 @@ class Plan(NamedTuple):
     num_warps: int
     lookback: bool  # one launch, one chunk per program (PHASE 3)
     cvec: int = 1  # columns a thread of a time-major block loads as a vector (COLUMN_VEC, TIME_MAJOR_CVEC)
-    chain: bool = False  # the look-back of variable depth (PHASE 4, CHAIN_OPS)
 
 
 def plan(
@@ -521,9 +512,6 @@ def _column_plan(g: Geometry, narrow: bool = False, op: str = "") -> Plan:
     cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
     cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // (32 * cvec))
-    if op in CHAIN_OPS:
-        BT = max(2, min(next_pow2(g.T), CHAIN_BT))
-        return _plan(g, BT, BB, cdiv(g.T, BT), 1, True, warps)._replace(cvec=cvec, chain=True)
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, min(chunks, COLUMN_MAX_SEGMENTS, nseg))
     return _plan(g, BT, BB, cdiv(chunks, cps), cps, False, warps)._replace(cvec=cvec)
@@ -625,20 +613,14 @@ def scan_call(
     acc = jnp.float64 if f64 else jnp.float32
     if p.lookback:
         tiles = p.row_blocks * p.nseg
-        halves = 2 if p.chain else 1  # PHASE 4: the composites' A, then the prefixes
         outs = call(
             kernel,
             grid=(tiles, 1),
             args=[*inputs, inputs[0], *sizes],
-            out_shapes=[
-                *outputs,
-                out((halves * tiles * p.BB,), acc),
-                out((tiles * p.BB,), acc),
-                out((1 + tiles,), jnp.int32),
-            ],
+            out_shapes=[*outputs, out((tiles * p.BB,), acc), out((tiles * p.BB,), acc), out((1 + tiles,), jnp.int32)],
             zeroed=(len(outputs) + 2,),
-            PHASE=4 if p.chain else 3,
-            KP=CHAIN_WINDOW if p.chain else next_pow2(p.nseg),
+            PHASE=3,
+            KP=next_pow2(p.nseg),
             **{**meta, "FENCE": LOOKBACK_FENCE},
         )
         return outs[: len(outputs)]

@@ -123,9 +123,9 @@ def adjoint_kernel(
             b_b = b_g_p * b_l_p
         # Nothing enters at t = 0 (the forward pass starts from zero at T-1).
         A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE, PHASE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
@@ -224,9 +224,9 @@ def linear_adjoint_kernel(
         # b of the step the adjoint comes from; 0 (nothing enters) where there is none.
         b_b = common.load(p_b, off + d, m_next, F64)
         A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, REVERSE, F64, BT, KP, FENCE, PHASE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, REVERSE, F64, BT, KP, FENCE
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:

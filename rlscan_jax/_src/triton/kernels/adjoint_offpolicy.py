@@ -126,9 +126,9 @@ def vtrace_adjoint_kernel(
         )  # π_{t-1} g2_{t-1}
         b_gh = common.load(p_g, off, m, F64) + tl.where(m_p & ~done_p, b_g_p * b_pgw_p, 0.0)
         A, B = common.scan(b_gh, b_g_p * b_c_p, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE, PHASE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
@@ -248,9 +248,9 @@ def retrace_adjoint_kernel(
         b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
         b_c = b_lam * tl.minimum(c_clip, b_rho)
         A, B = common.scan(common.load(p_g, off, m, F64), b_g_p * b_c, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE, PHASE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:

@@ -61,20 +61,12 @@ def previous(x, first, m, BACK: tl.constexpr = False):
 
 @triton.jit
 def program(p_sync, T, PHASE: tl.constexpr, REVERSE: tl.constexpr, BT: tl.constexpr):
-    """(row block, segment) of this program; PHASE 3 and 4 take a ticket, handed out in scan order
-    (PHASE 3: a row block's chunks one after another; PHASE 4: every row block's first chunk,
-    then every row block's second, so that a chunk's predecessor took its ticket a row of
-    blocks earlier)."""
-    if PHASE >= 3:
+    """(row block, segment) of this program; PHASE 3 takes a ticket, handed out in scan order."""
+    if PHASE == 3:
         nseg = tl.cdiv(T, BT)
         ticket = tl.atomic_add(p_sync, 1, sem="relaxed")
-        if PHASE == 4:
-            nb = tl.num_programs(0) // nseg
-            i_b = ticket % nb
-            k = ticket // nb
-        else:
-            i_b = ticket // nseg
-            k = ticket % nseg
+        i_b = ticket // nseg
+        k = ticket % nseg
         if REVERSE:
             return i_b, nseg - 1 - k
         else:
@@ -313,7 +305,7 @@ def advance(A, B, h, ch, cb, o_t, t_exit, PHASE: tl.constexpr, BACK: tl.constexp
     of the chunks after this one in scan order, and the chunk's own (A, B at its exit row) goes
     before it.
     """
-    if PHASE >= 3:
+    if PHASE == 3:
         return ch, cb
     elif PHASE == 1 and BACK:
         return combine(row(A, o_t, t_exit), row(B, o_t, t_exit), ch, cb)
@@ -344,10 +336,8 @@ def lookback(
     BT: tl.constexpr,
     KP: tl.constexpr,
     FENCE: tl.constexpr = False,
-    PHASE: tl.constexpr = 3,
 ):
-    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it
-    (PHASE 4: `chain`'s, from the nearest earlier chunk's inclusive prefix).
+    """PHASE 3: the carry [BB] entering chunk i_s, from the composites of the chunks before it.
 
     Publishes this chunk's composite (A, B at its exit row) at slot (i_b, i_s) and raises its
     flag (release); waits for the flags of the chunks before it in scan order; folds their
@@ -356,10 +346,6 @@ def lookback(
     launch.LOOKBACK_FENCE, on a GPU: PTX's acquire pattern, one fence a program), else with an
     acquire RMW on each flag (the interpreter, which has no inline PTX).
     """
-    if PHASE == 4:
-        return chain(
-            A, B, o_t, o_n, N, T, i_b, i_s, p_agg_a, p_agg_b, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, FENCE, KP
-        )
     BB: tl.constexpr = A.shape[1]
     nseg = tl.cdiv(T, BT)
     base = i_b.to(tl.int64) * nseg
@@ -400,130 +386,6 @@ def lookback(
     if HAS_INITIAL:
         x = load(p_init, o_n, o_n < N, F64)
     return fa + tl.where(fb == 0.0, 0.0, fb * x)
-
-
-@triton.jit
-def _acquire(FENCE: tl.constexpr, p_flag, m):
-    """Orders the reads after it behind the flags at p_flag (where m) that a volatile read saw raised."""
-    if FENCE:
-        tl.inline_asm_elementwise("fence.acq_rel.gpu;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
-    else:
-        tl.atomic_add(p_flag, 0, mask=m, sem="acquire", scope="gpu")
-    tl.debug_barrier()
-
-
-@triton.jit
-def _publish(p_a, a, p_b, b, p_flag, state, TWO: tl.constexpr):
-    """Writes a [BB] at p_a (and b at p_b where TWO), then raises the flag at p_flag to `state`
-    (release)."""
-    o_r = tl.arange(0, a.shape[0])
-    tl.store(p_a + o_r, a.to(p_a.dtype.element_ty))
-    if TWO:
-        tl.store(p_b + o_r, b.to(p_b.dtype.element_ty))
-    tl.debug_barrier()  # every thread's part is written before the flag goes up
-    tl.atomic_xchg(p_flag, state, sem="release", scope="gpu")
-
-
-@triton.jit
-def _pause(FENCE: tl.constexpr):
-    """A short sleep between polls of a flag (on a GPU: FENCE, which the interpreter turns off)."""
-    if FENCE:
-        tl.inline_asm_elementwise("nanosleep.u32 64;\n\tmov.u32 $0, 0;", "=r", [], tl.int32, False, 1)
-
-
-@triton.jit
-def chain(
-    A,
-    B,
-    o_t,
-    o_n,
-    N,
-    T,
-    i_b,
-    i_s,
-    p_agg_a,
-    p_agg_b,
-    p_sync,
-    p_init,
-    HAS_INITIAL: tl.constexpr,
-    REVERSE: tl.constexpr,
-    F64: tl.constexpr,
-    BT: tl.constexpr,
-    FENCE: tl.constexpr = False,
-    KW: tl.constexpr = 1,
-):
-    """PHASE 4: the carry [BB] entering chunk i_s, by a look-back of variable depth.
-
-    Each chunk publishes its composite (A, B at its exit row; flag 1) as soon as it has scanned,
-    then looks back over the chunks before it in scan order, KW at a time: once the flags of a
-    window are raised up to the nearest chunk that has published its inclusive prefix (the state
-    leaving it; flag 2), it folds that prefix and the composites after it; a window with no
-    prefix is folded whole and the look-back goes on before it. Then it publishes its own
-    prefix. The first chunk of a row publishes its prefix at once. p_agg_a holds the composites'
-    A in its first half and the prefixes in its second; p_agg_b the composites' B. How deep a
-    look-back goes depends on timing, and so does the order of the fold: the result may differ
-    between calls by float32 rounding (PHASE 3's fixed fold does not).
-    """
-    BB: tl.constexpr = A.shape[1]
-    nseg = tl.cdiv(T, BT)
-    tiles = nseg * tl.cdiv(N, BB)
-    base = i_b.to(tl.int64) * nseg
-    o_r = tl.arange(0, BB)
-    t_exit = exit_time(i_s, BT, REVERSE)
-    a_e = row(A, o_t, t_exit)
-    b_e = row(B, o_t, t_exit)
-    p_flags = p_sync + 1 + base
-    p_pre = p_agg_a + tiles.to(tl.int64) * BB + base * BB
-    if REVERSE:
-        first = i_s == nseg - 1
-    else:
-        first = i_s == 0
-    x = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
-    if HAS_INITIAL:
-        x = load(p_init, o_n, o_n < N, F64)
-    if first:
-        carry = x
-    else:
-        _publish(p_agg_a + (base + i_s) * BB, a_e, p_agg_b + (base + i_s) * BB, b_e, p_flags + i_s, 1, True)
-        fa = tl.zeros([BB], dtype=tl.float64 if F64 else tl.float32)
-        fb = fa + 1.0
-        o_w = tl.arange(0, KW)  # rows of a window in scan order: the last is the chunk just before
-        d = i_s  # distance, in scan order, from the first chunk to the one after the window
-        if REVERSE:
-            d = nseg - 1 - i_s
-        going = True
-        while going:
-            pos = d - KW + o_w  # positions in scan order; < 0: before the row's first chunk
-            if REVERSE:
-                slot = nseg - 1 - pos
-            else:
-                slot = pos
-            valid = pos >= 0
-            flags = tl.load(p_flags + slot, mask=valid, other=2, volatile=True)
-            near = tl.max(tl.where(flags == 2, o_w, -1), axis=0)  # the last prefix, in scan order
-            missing = tl.sum(((o_w > near) & (flags == 0)).to(tl.int32), axis=0)
-            while missing > 0:
-                _pause(FENCE)
-                flags = tl.load(p_flags + slot, mask=valid, other=2, volatile=True)
-                near = tl.max(tl.where(flags == 2, o_w, -1), axis=0)
-                missing = tl.sum(((o_w > near) & (flags == 0)).to(tl.int32), axis=0)
-            _acquire(FENCE, p_flags + slot, valid & (o_w >= near))
-            m_agg = (valid & (o_w > near))[:, None] & (o_r >= 0)[None, :]
-            m_pre = (valid & (o_w == near))[:, None] & (o_r >= 0)[None, :]
-            off = slot.to(tl.int64)[:, None] * BB + o_r[None, :]
-            # volatile: read through to L2 (a line cached in L1 may predate the flag)
-            va = load(p_agg_a + base * BB, off, m_agg, F64, volatile=True)
-            va += load(p_pre, off, m_pre, F64, volatile=True)
-            vb = tl.where(m_agg, load(p_agg_b + base * BB, off, m_agg, F64, volatile=True), 1.0)
-            vb = tl.where(m_pre, 0.0, vb)
-            wa, wb = tl.associative_scan((va, vb), 0, combine)
-            fa, fb = combine(row(wa, o_w, KW - 1), row(wb, o_w, KW - 1), fa, fb)
-            going = near < 0
-            d -= KW
-        carry = fa
-    pa, _ = combine(carry, carry * 0.0, a_e, b_e)
-    _publish(p_pre + i_s * BB, pa, p_pre, pa, p_flags + i_s, 2, False)
-    return carry
 
 
 @triton.jit

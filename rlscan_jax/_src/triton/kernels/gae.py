@@ -71,9 +71,9 @@ def gae_kernel(
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
         A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE, PHASE
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:

@@ -83,27 +83,9 @@ def linear_kernel(
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
         A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
-        if PHASE >= 3:
+        if PHASE == 3:
             ch = common.lookback(
-                A,
-                B,
-                o_t,
-                o_n,
-                N,
-                T,
-                i_b,
-                i_s,
-                p_sh,
-                p_sb,
-                p_sync,
-                p_init,
-                HAS_INITIAL,
-                REVERSE,
-                F64,
-                BT,
-                KP,
-                FENCE,
-                PHASE,
+                A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP, FENCE
             )
         h = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
