@@ -356,8 +356,9 @@ FUSED_BACKWARD = True
 # look-back over [1024, 8] blocks (time-major rows of 8 columns) spills 112 bytes at 255
 # registers, and its fwd+bwd at 8x131072 took 78 us against 63 for the reference's vjp; in blocks
 # of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill) instead (0:
-# SPLIT_BLOCK_ELEMS_FEW_ROWS), as V-trace's forward pass (launchers/vtrace.PLAN): chosen from the
-# compiled resources alone, not yet timed. Its batch-major rows of 4096 steps scanned whole took
+# SPLIT_BLOCK_ELEMS_FEW_ROWS), as V-trace's forward pass (launchers/vtrace.PLAN): both in one run
+# on an H200 (2026-12-03, twenty-first session), float32 78.3 -> 70.5 us, bfloat16 65.2 -> 59.2
+# (in-jit 84.6 -> 74.1 and 52.1 -> 57.7). Its batch-major rows of 4096 steps scanned whole took
 # 157 registers at 8 warps, and its fwd+bwd at 1024x4096 was no faster than the reference's vjp
 # (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), for rows of float32
 # inputs only (narrow_rows: in one run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0
