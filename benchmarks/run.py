@@ -171,6 +171,7 @@ class Settings:
     loop_elements: int = 2**28
     slow_loop_steps: int = 2048
     max_calls_per_loop: int = 256
+    injit_unroll: int = 1  # calls an iteration of the in-jit loop (`make_loop`'s unroll; not for slow impls)
     injit_budget_s: float = 0.25
     slow_budget_s: float = 0.3
     device_windows: int = 10
@@ -310,7 +311,7 @@ def with_mode(fn: Callable[[dict], tuple], mode: str, floats: Sequence[str]) -> 
     return fwd_bwd
 
 
-def make_loop(call: Callable, k: int) -> Callable:
+def make_loop(call: Callable, k: int, unroll: int = 1) -> Callable:
     """loop(*args): `call(*args)` k times on the same arguments, no call removable.
 
     The first call runs before a `lax.fori_loop` of k-1 more. Each iteration passes its
@@ -321,21 +322,40 @@ def make_loop(call: Callable, k: int) -> Callable:
     XLA drops the unused part and then hoists.) Arguments and outputs are pinned to the
     row-major layout, as at a jit boundary. The barrier emits no device work; the loop's own
     bookkeeping is its counter. The outputs are those of one call.
+
+    With `unroll` = U > 1 each iteration makes U such calls, so that what the loop itself costs
+    between iterations is paid once every U calls; k - 1 must be a multiple of U
+    (`unrolled_calls`). Two things keep all U: the carry holds U references to the arguments,
+    one for each call (XLA merges calls on the same value even across a barrier, which it
+    removes late; the U references are one buffer, nothing is copied), and every call's outputs
+    reach the program's result (a call whose outputs nothing reads is removed). The loop returns
+    the last U calls' outputs, a tuple in call order; making its U - 1 extra output buffers
+    copies one call's outputs U - 1 times, once a run of the loop.
     """
+    if unroll < 1 or (k - 1) % unroll:
+        raise ValueError(f"k - 1 = {k - 1} must be a multiple of unroll = {unroll} (>= 1)")
 
     def loop(*args):
         out = call(*args)
         if k == 1:
-            return out
+            return out if unroll == 1 else (out,) * unroll
 
         def body(_, carry):
-            args_, _ = carry
-            args_ = _default_layout(args_)
-            return lax.optimization_barrier((args_, _default_layout(call(*args_))))
+            pairs = []
+            for args_ in carry[0]:
+                args_ = _default_layout(args_)
+                pairs.append(lax.optimization_barrier((args_, _default_layout(call(*args_)))))
+            return tuple(a for a, _ in pairs), tuple(o for _, o in pairs)
 
-        return lax.fori_loop(0, k - 1, body, (args, out))[1]
+        outs = lax.fori_loop(0, (k - 1) // unroll, body, ((args,) * unroll, (out,) * unroll))[1]
+        return outs[0] if unroll == 1 else outs
 
     return loop
+
+
+def unrolled_calls(k: int, unroll: int) -> int:
+    """The call count nearest above k that `make_loop` takes with this `unroll`."""
+    return 1 + unroll * -(-(k - 1) // unroll) if k > 1 else 1
 
 
 def _default_layout(tree):
@@ -500,6 +520,7 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
             "loop_elements": settings.loop_elements,
             "slow_loop_steps": settings.slow_loop_steps,
             "max_calls_per_loop": settings.max_calls_per_loop,
+            "injit_unroll": settings.injit_unroll,
             "injit_budget_s": settings.injit_budget_s,
             "device_windows": settings.device_windows,
             "profile": settings.profile,
@@ -608,7 +629,8 @@ class UnitRunner:
         calls: dict = {}
 
         def submit(impl: Implementation, layout: str, dtype: str, mode: str, single: bool) -> tuple:
-            k = calls_per_loop(s, impl, n, t, mode)
+            unroll = 1 if impl.slow else s.injit_unroll
+            k = unrolled_calls(calls_per_loop(s, impl, n, t, mode), unroll)
             args = self._args(*inputs_for(layout, dtype), mode)
             key = (impl.name, layout, mode, k, single, _signature(args))
             if key not in compiler.futures:
@@ -618,7 +640,7 @@ class UnitRunner:
                 if single:
                     compiler.submit(key, call, _avals(args))
                 else:
-                    compiler.submit(key, jax.jit(make_loop(call, k)), _avals(args))
+                    compiler.submit(key, jax.jit(make_loop(call, k, unroll)), _avals(args))
             return key, k
 
         plans = {}
@@ -660,6 +682,7 @@ class UnitRunner:
                     if semantics == "rlax":
                         x = baselines.rlax_problem(op, x, layout)
                     out = jax.block_until_ready(compiled(*self._args(x, cots, mode)))
+                    out = out[-1] if s.injit_unroll > 1 and not ref_impl.slow else out  # its last call's
                     if semantics == "rlax" and mode == "fwd+bwd":
                         out = (out[0], baselines.rlax_gradients(op, out[1], layout))
                     ref_cache[rk] = out
@@ -673,6 +696,8 @@ class UnitRunner:
             impl = self.impls[case.impl]
             loop_key, single_key, k = plans[case]
             rec = self._base_record(case, k)
+            unroll = 1 if impl.slow else s.injit_unroll
+            rec["injit_unroll"] = unroll
             try:
                 loop, loop_s = compiler.result(loop_key)
                 single, single_s = compiler.result(single_key)
@@ -689,6 +714,7 @@ class UnitRunner:
                 t0 = time.perf_counter()
                 out = jax.block_until_ready(loop(*args))
                 t_loop = time.perf_counter() - t0
+                out = out[-1] if unroll > 1 else out  # the last call's
                 err = relative_error(out, ref)
             except Exception as e:
                 records.append({**rec, "status": "error", "note": f"run: {_short(e)}"})
@@ -1001,6 +1027,19 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         help="device time: read and write this many MiB before each timed call, so that its inputs come from"
         " device memory, not the L2 cache (default 256 on GPU, 0: off)",
     )
+    p.add_argument(
+        "--injit-unroll",
+        type=int,
+        default=1,
+        help="in-jit time: calls an iteration of the loop (default 1); the loop's cost between iterations is then"
+        " paid once every this many calls. Not for sequential/rlax",
+    )
+    p.add_argument(
+        "--loop-elements",
+        type=int,
+        help="in-jit time: K = this / (N*T), fewer for fwd+bwd, 4 to --max-calls-per-loop (default 2**28 on GPU)",
+    )
+    p.add_argument("--max-calls-per-loop", type=int, help="in-jit time: the most calls a loop makes (default 256)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trace-dir", help="keep the profiler traces here (default: temporary, removed)")
     p.add_argument("--plan", action="store_true", help="print the units of this part and their rough cost; run nothing")
@@ -1027,9 +1066,14 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         part=a.part,
         trace_dir=a.trace_dir,
         launch=launch_overrides,
+        injit_unroll=a.injit_unroll,
     )
+    if a.injit_unroll < 1:
+        p.error(f"--injit-unroll must be >= 1, got {a.injit_unroll}")
     if not gpu:  # CPU calls are slow: short loops, smaller copy
         s.loop_elements, s.max_calls_per_loop = 2**16, 16
+    s.loop_elements = a.loop_elements or s.loop_elements
+    s.max_calls_per_loop = a.max_calls_per_loop or s.max_calls_per_loop
     s.copy_bytes = (a.copy_mib or (2048 if gpu else 64)) * 2**20
     s.l2_flush_bytes = (a.l2_flush_mib if a.l2_flush_mib is not None else (256 if gpu else 0)) * 2**20
     if a.quick:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import jax
 import jax.numpy as jnp
@@ -420,3 +421,38 @@ def test_kernel_resources_records_launches():
         ("carry_kernel", None),
         ("adjoint_kernel", 2),
     ]
+
+
+@pytest.mark.parametrize("k, unroll", [(1, 1), (5, 1), (9, 4), (13, 3), (1, 2)])
+def test_make_loop_keeps_every_call(k, unroll):
+    # The compiled loop holds one call before the loop and `unroll` in its body: a call whose
+    # outputs XLA could drop would be gone from the program (as it was when only the body's
+    # last call reached the result). The result is the last `unroll` calls' outputs.
+    loop = jax.jit(run.make_loop(jax.jit(lambda x: jnp.sin(x) * 2.0), k, unroll))
+    x = jnp.arange(3.0)
+    hlo = loop.lower(x).compile().as_text()
+    assert len(re.findall(r"\bsine\(", hlo)) == (1 if k == 1 else 1 + unroll)
+    out = loop(x)
+    outs = (out,) if unroll == 1 else out
+    assert len(outs) == unroll
+    for o in outs:
+        np.testing.assert_allclose(np.asarray(o), 2.0 * np.sin(np.arange(3.0)), rtol=1e-6)
+
+
+def test_make_loop_unroll_checks_k():
+    assert run.unrolled_calls(64, 8) == 65 and run.unrolled_calls(65, 8) == 65 and run.unrolled_calls(1, 8) == 1
+    with pytest.raises(ValueError, match="unroll"):
+        run.make_loop(lambda x: x, 64, 8)
+
+
+def test_run_with_unrolled_loop(tmp_path):
+    out = tmp_path / "unroll.json"
+    argv = ["--quick", "--ops", "gae", "--impls", "associative", "--layouts", "batch_major", "--modes", "fwd+bwd"]
+    assert run.main([*argv, "--injit-unroll", "4", "--out", str(out)]) == 0
+    head, *records = json.loads(out.read_text())
+    assert head["settings"]["injit_unroll"] == 4
+    assert records and all(r["status"] == "ok" and r["correct"] for r in records)
+    for r in records:  # the gate compared the last call's outputs, and K fits the unroll
+        assert r["injit_unroll"] == 4 and (r["calls_per_loop"] - 1) % 4 == 0 and r["injit_us"] > 0
+    with pytest.raises(SystemExit):
+        run.parse_args(["--injit-unroll", "0"])

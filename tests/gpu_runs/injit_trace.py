@@ -1,7 +1,10 @@
 """What the benchmark's in-jit loop runs on the device, call by call (GPU only).
 
 Usage: python tests/gpu_runs/injit_trace.py OUT.json CASE [CASE ...]
-  CASE is OP:NxT:LAYOUT:DTYPE:MODE, e.g. eligibility_traces:1024x4096:batch_major:bfloat16:fwd.
+  CASE is OP:NxT:LAYOUT:DTYPE:MODE, e.g. eligibility_traces:1024x4096:batch_major:bfloat16:fwd,
+  or noop:K, a loop of K calls of a one-element add: what the loop costs by itself.
+  UNROLL=U (default 1): U chained calls an iteration of the loop (`make_loop`'s unroll; K is
+  rounded up to 1 + a multiple of U).
 
 Builds the case's loop as `benchmarks.run` does (the same inputs, `make_loop`, the same K
 calls), times it with the wall clock as the suite does, then runs it once more inside a profiler
@@ -25,12 +28,20 @@ from benchmarks import devicetime, run, shapes
 
 
 def parse(case: str) -> dict:
+    if case.startswith("noop:"):
+        return dict(op="noop", K=int(case.split(":")[1]))
     op, nt, layout, dtype, mode = case.split(":")
     n, t = (int(x) for x in nt.split("x"))
     return dict(op=op, N=n, T=t, layout=layout, dtype=dtype, mode=mode)
 
 
 def build(c: dict, settings: run.Settings):
+    unroll = int(os.environ.get("UNROLL", "1"))
+    if c["op"] == "noop":
+        k = run.unrolled_calls(c["K"], unroll)
+        loop = jax.jit(run.make_loop(jax.jit(lambda x: x + 1.0), k, unroll))
+        args = (jax.numpy.zeros((1,), "float32"),)
+        return loop.lower(*args).compile(), args, k
     spec = shapes.SPECS[c["op"]]
     x = shapes.make_inputs(c["op"], c["N"], c["T"], c["layout"], "float32", settings.seed)
     x = {k: v.astype(c["dtype"]) if k in spec.floats else v for k, v in x.items()}
@@ -39,10 +50,10 @@ def build(c: dict, settings: run.Settings):
         for k in jax.random.split(jax.random.key(1), len(spec.outputs))
     )
     impl = run.library(os.environ.get("IMPL", "triton"))
-    k = run.calls_per_loop(settings, impl, c["N"], c["T"], c["mode"])
+    k = run.unrolled_calls(run.calls_per_loop(settings, impl, c["N"], c["T"], c["mode"]), unroll)
     call = jax.jit(run.with_mode(impl.build(c["op"], c["layout"]), c["mode"], spec.floats))
     args = (x,) if c["mode"] == "fwd" else (x, cot)
-    loop = jax.jit(run.make_loop(call, k)).lower(*args).compile()
+    loop = jax.jit(run.make_loop(call, k, unroll)).lower(*args).compile()
     return loop, args, k
 
 
@@ -87,9 +98,13 @@ def trace_one(loop, args, k: int) -> dict:
 
 def main(out: str, cases: list[str]) -> None:
     settings = run.Settings()
-    results = {"environment": run.environment("jax", "jaxlib", "triton", "jax-triton"), "cases": []}
+    results = {
+        "environment": run.environment("jax", "jaxlib", "triton", "jax-triton"),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "cases": [],
+    }
     for case in cases:
-        c = parse(case)
+        c = {**parse(case), "impl": os.environ.get("IMPL", "triton"), "unroll": int(os.environ.get("UNROLL", "1"))}
         try:
             loop, args, k = build(c, settings)
             r = {**c, **trace_one(loop, args, k)}
