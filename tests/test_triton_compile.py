@@ -277,6 +277,21 @@ def test_many_time_major_columns_of_short_rows_take_narrower_blocks():
         assert p.BB == max(16, launch.BLOCK_ELEMS // launch.next_pow2(t)), (t, n, p)
 
 
+def test_column_steps_of_their_own():
+    """`column_bt` (V-trace's adjoint: VTRACE_ADJOINT_COLUMN_BT, off as shipped) replaces COLUMN_BT in
+    time-major column blocks only: same columns, fewer steps a chunk, more segments."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.VTRACE_ADJOINT_COLUMN_BT == 0
+    for shape in ((1024, 4096), (4096, 1024), (512, 16384)):
+        g = launch.geometry(shape, 0)
+        p, q = launch.plan(g, op="vtrace"), launch.plan(g, op="vtrace", column_bt=2)
+        assert p.BT == launch.COLUMN_BT == 4 and q.BT == 2 and q.BB == p.BB, (shape, p, q)
+        assert q.nseg * q.cps * q.BT >= shape[0] and q.nseg >= p.nseg, (shape, p, q)
+        g = launch.geometry(shape[::-1], 1)  # batch-major rows: no column blocks, no change
+        assert launch.plan(g, op="vtrace", column_bt=2) == launch.plan(g, op="vtrace"), shape
+
+
 def test_splits_of_few_programs_take_smaller_blocks(monkeypatch):
     """Rows that split into fewer than SPLIT_FILL_PROGRAMS programs take blocks halved along time
     until they split into that many, or a block would hold fewer than SPLIT_FILL_MIN_ELEMS elements;

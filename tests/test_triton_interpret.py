@@ -221,6 +221,27 @@ def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
             assert {s[1] for s in seen if s[0] != "carry_kernel"} == {cvec}, seen
 
 
+@pytest.mark.parametrize("axis", [0, -1])
+def test_vtrace_adjoint_column_steps(monkeypatch, axis):
+    """launch.VTRACE_ADJOINT_COLUMN_BT (off as shipped): V-trace's adjoint takes column blocks of
+    its own steps a chunk (2 here, against the forward pass's 4) on time-major rows and leaves
+    batch-major rows alone; the gradients match the reference either way."""
+    from rlscan_jax._src.triton import launch
+
+    with _tiny_blocks(monkeypatch, "columns"):
+        monkeypatch.setattr(launch, "VTRACE_ADJOINT_COLUMN_BT", 2)
+        seen = _spy_launches(monkeypatch, "BT", "PHASE")
+        inp = _case("vtrace", cases.MAIN_MODE["vtrace"], 37, (3,), axis).build()
+        _check_gradients_in(inp, jnp.float32, f"vtrace axis {axis}")
+        bts = {(name, bt) for name, bt, phase, _ in seen if name != "carry_kernel"}
+        if axis == 0:
+            assert bts == {("vtrace_kernel", 4), ("vtrace_adjoint_kernel", 2)}, seen
+        else:
+            assert {bt for name, bt in bts if name == "vtrace_adjoint_kernel"} == {
+                bt for name, bt in bts if name == "vtrace_kernel"
+            }, seen
+
+
 def _narrow_cvec(n: int, bb: int) -> int:
     """The vector width across columns the test expects (launch.TIME_MAJOR_CVEC = 8): the widest
     power of two up to 8 and to the block's bb columns that divides n, where n is not a multiple of 16."""

@@ -362,8 +362,13 @@ FUSED_BACKWARD = True
 # 157 registers at 8 warps, and its fwd+bwd at 1024x4096 was no faster than the reference's vjp
 # (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), for rows of float32
 # inputs only (narrow_rows: in one run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0
-# against 49.2).
+# against 49.2). V-trace's adjoint in time-major column blocks: its PHASE 2 holds 71 registers a
+# thread (64 with triton 3.9's ptxas), 37.5 % occupancy, and took 63.0 of fwd+bwd's 145.4 us at
+# 4096x1024 under Nsight Compute (tune_h200.md, run 18b). VTRACE_ADJOINT_COLUMN_BT (0: COLUMN_BT)
+# gives its column blocks their own steps a chunk; at 2 its PHASE 2 compiles to 40 registers
+# (benchmarks.kernel_resources, triton 3.9), 75 % occupancy. Not yet timed: not shipped.
 VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
+VTRACE_ADJOINT_COLUMN_BT = 0
 RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
 RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
 
@@ -410,6 +415,7 @@ def plan(
     narrow: bool = False,
     op: str = "",
     time_major_warps: int = 0,
+    column_bt: int = 0,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
@@ -420,6 +426,7 @@ def plan(
     MAX_BT_TIME_MAJOR), for a kernel that holds too many registers at MAX_WARPS.
     `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
     `op`: the op launching, for its columns a thread (COLUMN_VEC).
+    `column_bt` replaces COLUMN_BT, the steps a chunk of time-major column blocks.
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
@@ -429,7 +436,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g, narrow, op)
+        return _column_plan(g, narrow, op, column_bt)
     if g.layout == 1:
         if T <= MAX_BT:
             BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
@@ -504,12 +511,12 @@ def _time_major_cvec(g: Geometry, BB: int) -> int:
     return cvec
 
 
-def _column_plan(g: Geometry, narrow: bool = False, op: str = "") -> Plan:
+def _column_plan(g: Geometry, narrow: bool = False, op: str = "", column_bt: int = 0) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR, or the op's COLUMNS_TIME_MAJOR_16BIT): a
     thread for each column of the block, or for CVEC neighbouring columns (the op's COLUMN_VEC,
     where N is a multiple of it)."""
     BB = min(next_pow2(g.N), (COLUMNS_TIME_MAJOR_16BIT if narrow else {}).get(op, COLUMNS_TIME_MAJOR))
-    BT = max(2, min(next_pow2(g.T), COLUMN_BT))
+    BT = max(2, min(next_pow2(g.T), column_bt or COLUMN_BT))
     cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
     cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // (32 * cvec))
@@ -592,6 +599,7 @@ def scan_call(
     vector_split: int | None = None,
     whole_row_warps: int = 0,
     time_major_warps: int = 0,
+    column_bt: int = 0,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -599,12 +607,12 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
-    `vector_split`, `whole_row_warps` and `time_major_warps` go to `plan`.
+    `vector_split`, `whole_row_warps`, `time_major_warps` and `column_bt` go to `plan`.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)

@@ -128,6 +128,7 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         PG_CLIP_FULL=params["pg_rho_clip"][1],
         **vtrace_launcher.PLAN,
         time_major_warps=launch.VTRACE_ADJOINT_TIME_MAJOR_WARPS,
+        column_bt=launch.VTRACE_ADJOINT_COLUMN_BT,
     )
     names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
     return {k: o for k, o in zip(names, outs) if k in grads}, (outs[5] if store_h else None)
