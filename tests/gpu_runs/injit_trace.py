@@ -57,14 +57,19 @@ def build(c: dict, settings: run.Settings):
     return loop, args, k
 
 
-def trace_one(loop, args, k: int) -> dict:
+def walls_per_call(loop, args, k: int, repeats: int = 7) -> list[float]:
+    """Wall µs a call of `repeats` runs of a loop of k calls (after a warm-up), sorted."""
     jax.block_until_ready(loop(*args))
     walls = []
-    for _ in range(7):
+    for _ in range(repeats):
         t0 = time.perf_counter()
         jax.block_until_ready(loop(*args))
         walls.append((time.perf_counter() - t0) / k * 1e6)
-    walls.sort()
+    return sorted(walls)
+
+
+def trace_one(loop, args, k: int) -> dict:
+    walls = walls_per_call(loop, args, k)
     session = devicetime.run([devicetime.Job("loop", lambda: loop(*args), windows=1)])
     events = session.windows["loop"][0]
     events = sorted(events)

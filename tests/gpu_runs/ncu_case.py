@@ -4,7 +4,9 @@ Usage: python tests/gpu_runs/ncu_case.py OP NxT LAYOUT [DTYPE]
   OP as in benchmarks/shapes.py; LAYOUT time_major or batch_major; DTYPE float32 (default) or
   bfloat16. Prints the launch plan the library chose, so the profile can be read against it.
   LAUNCH="NAME=VALUE ..." in the environment overrides launch constants first (as the benchmark's
-  --launch), to profile a plan that is not shipped.
+  --launch), to profile a plan that is not shipped. MODE=fwd+bwd runs the value and the input
+  gradients for random cotangents (the benchmark's fwd+bwd), so the backward's kernels are profiled
+  too.
 """
 
 import ast
@@ -13,7 +15,7 @@ import sys
 
 import jax
 
-from benchmarks import shapes
+from benchmarks import run, shapes
 from rlscan_jax._src.triton import launch
 
 
@@ -29,8 +31,14 @@ def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
     g = launch.geometry(shape, shapes.TIME_AXIS[layout] % 2)
     print("plan:", launch.plan(g, narrow=dtype != "float32", op=op), flush=True)
     f = jax.jit(lambda x: shapes.call(op, x, layout=layout, implementation="triton"))
+    args = (inputs,)
+    if os.environ.get("MODE", "fwd") == "fwd+bwd":
+        spec = shapes.SPECS[op]
+        keys = jax.random.split(jax.random.key(1), len(spec.outputs))
+        args = (inputs, tuple(jax.random.normal(k, shape).astype(dtype) for k in keys))
+        f = jax.jit(run.with_mode(run.library("triton").build(op, layout), "fwd+bwd", spec.floats))
     for _ in range(3):
-        jax.block_until_ready(f(inputs))
+        jax.block_until_ready(f(*args))
 
 
 if __name__ == "__main__":
