@@ -279,6 +279,11 @@ def plan(settings: Settings, impls: dict[str, Implementation], done: set | None 
     return units
 
 
+def loop_unroll(settings: Settings, impl: Implementation) -> int:
+    """Calls an iteration of the in-jit loop: --injit-unroll, 1 for the per-step scans."""
+    return 1 if impl.slow else settings.injit_unroll
+
+
 def calls_per_loop(settings: Settings, impl: Implementation, n: int, t: int, mode: str) -> int:
     """K: enough calls that one loop outlasts the host dispatch (fewer for bigger problems).
 
@@ -629,7 +634,7 @@ class UnitRunner:
         calls: dict = {}
 
         def submit(impl: Implementation, layout: str, dtype: str, mode: str, single: bool) -> tuple:
-            unroll = 1 if impl.slow else s.injit_unroll
+            unroll = loop_unroll(s, impl)
             k = unrolled_calls(calls_per_loop(s, impl, n, t, mode), unroll)
             args = self._args(*inputs_for(layout, dtype), mode)
             key = (impl.name, layout, mode, k, single, _signature(args))
@@ -682,7 +687,7 @@ class UnitRunner:
                     if semantics == "rlax":
                         x = baselines.rlax_problem(op, x, layout)
                     out = jax.block_until_ready(compiled(*self._args(x, cots, mode)))
-                    out = out[-1] if s.injit_unroll > 1 and not ref_impl.slow else out  # its last call's
+                    out = out[-1] if loop_unroll(s, ref_impl) > 1 else out  # its last call's
                     if semantics == "rlax" and mode == "fwd+bwd":
                         out = (out[0], baselines.rlax_gradients(op, out[1], layout))
                     ref_cache[rk] = out
@@ -696,7 +701,7 @@ class UnitRunner:
             impl = self.impls[case.impl]
             loop_key, single_key, k = plans[case]
             rec = self._base_record(case, k)
-            unroll = 1 if impl.slow else s.injit_unroll
+            unroll = loop_unroll(s, impl)
             rec["injit_unroll"] = unroll
             try:
                 loop, loop_s = compiler.result(loop_key)
