@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import re
 
+import jax
+import numpy as np
 import pytest
 
 triton = pytest.importorskip("triton", reason="the test extra installs triton")
@@ -222,6 +224,48 @@ def test_column_vectors_follow_the_ops_tables():
                 assert p.BB == (width or launch.COLUMNS_TIME_MAJOR), (op, narrow, n, p)
             assert launch.plan(launch.geometry((128, 4096), 0), narrow=narrow, op=op).cvec == 1, op
             assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
+
+
+def test_16bit_batch_major_rows_take_their_kernels_blocks():
+    """Batch-major rows of 16-bit inputs, a multiple of 4 steps, from the kernel's least steps
+    (BLOCK_ELEMS_16BIT[kernel] = (elements, least steps)) up to MAX_BT are scanned whole in blocks of
+    its elements at MAX_WARPS warps, so that a thread holds 8 steps (one 16-byte load); other
+    kernels, float32 rows, shorter rows, rows of no vector width and time-major rows keep
+    BLOCK_ELEMS's blocks. Checked on the launches the public functions make."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.BLOCK_ELEMS_16BIT == {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)}
+
+    def forward_launch(op, t, axis, dtype):
+        mode = {"eligibility_traces": "done", "episodic_cumsum": "rev-init"}.get(op, cases.MAIN_MODE[op])
+        inp = cases.build(op, mode, t, (64,), axis, dtype=dtype)  # [64, T] rows (no feature axis)
+        seen = []
+
+        def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+            if "BT" in constexprs:  # a scan kernel (not carry_kernel)
+                seen.append((kernel.fn.__name__, constexprs["BT"] * constexprs["BB"], num_warps, constexprs["VEC"]))
+
+        with triton_variants.recording(on_launch):
+            arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
+            jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
+        return seen[0] if len(seen) == 1 else seen
+
+    kernels = set()
+    for op in cases.OPS:
+        for t in (128, 256, 512, 1024):
+            kernel, elems, warps, vec = forward_launch(op, t, -1, cases.DTYPES["bf16"])
+            kernels.add(kernel)
+            wide, least_t = launch.BLOCK_ELEMS_16BIT.get(kernel, (0, 0))
+            want = wide if wide and t >= least_t else launch.BLOCK_ELEMS
+            assert (elems, vec) == (want, 8) and warps == launch.MAX_WARPS, (op, t, kernel, elems, warps)
+            assert forward_launch(op, t, -1, np.float32)[1] == launch.BLOCK_ELEMS, (op, t)
+        # time-major rows scanned whole: the float32 blocks
+        tm16, tm32 = (forward_launch(op, 128, 0, d) for d in (cases.DTYPES["bf16"], np.float32))
+        assert tm16[:3] == tm32[:3], (op, tm16, tm32)
+        for t in (64, 130):  # below VEC_MIN_BT; no vector width (130 is not a multiple of 4)
+            kernel, elems, _, vec = forward_launch(op, t, -1, cases.DTYPES["bf16"])
+            assert elems <= launch.BLOCK_ELEMS and vec == 1, (op, t, kernel, elems)
+    assert set(launch.BLOCK_ELEMS_16BIT) < kernels
 
 
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):

@@ -455,6 +455,43 @@ def test_vector_rows_of_16bit_inputs(op, dtype, split, monkeypatch):
         _check_gradients_in(inp, dt, case.id)
 
 
+SIXTEEN_BIT_BLOCK_OPS = ("eligibility_traces", "episodic_cumsum", "linear_scan", "discounted_returns", "lambda_returns")
+
+
+@pytest.mark.parametrize("op", SIXTEEN_BIT_BLOCK_OPS)
+def test_16bit_rows_in_blocks_of_their_kernel(op, monkeypatch):
+    """launch.BLOCK_ELEMS_16BIT: batch-major rows of bfloat16 inputs scanned whole in blocks of the
+    kernel's own size (here [64, 4] for 6 rows of 40 steps, the second block half outside the rows)
+    where float32 rows take BLOCK_ELEMS's [64, 1]; forward and gradients against the oracle."""
+    from rlscan_jax._src.triton import launch
+
+    mode = next(m for m in cases.OPS[op].modes if "feat" not in m)
+    case = _case(op, mode, 40, (6,), -1)
+    blocks = []
+    call = launch.call
+
+    def spy(kernel, **kwargs):
+        if "BT" in kwargs:
+            blocks.append((kernel.fn.__name__, kwargs["BT"], kwargs["BB"], kwargs["PHASE"]))
+        return call(kernel, **kwargs)
+
+    _clear_caches()
+    with monkeypatch.context() as m:
+        m.setattr(launch, "VEC_MIN_BT", 1)
+        m.setattr(launch, "BLOCK_ELEMS", 64)
+        m.setattr(launch, "BLOCK_ELEMS_16BIT", {"linear_kernel": (256, 1), "returns_kernel": (256, 1)})
+        m.setattr(launch, "call", spy)
+        for dtype, bb in (("bf16", 4), ("f32", 1)):
+            dt = cases.DTYPES[dtype]
+            inp = case.build(dtype=dt)
+            blocks.clear()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), dt, msg=f"{case.id} {dtype}")
+            assert blocks and blocks[0][1:] == (64, bb, 0), (dtype, blocks)
+        _check_gradients_in(inp, dt, case.id)  # float32: the adjoint takes its own blocks
+        _check_gradients_in(case.build(dtype=cases.DTYPES["bf16"]), cases.DTYPES["bf16"], case.id)
+    _clear_caches()
+
+
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_float64_kernels(op, x64):
     case = _case(op, cases.MAIN_MODE[op], 37, (3,), 0)

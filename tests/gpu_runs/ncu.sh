@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute on the kernels of a few slow benchmark cases (the GPU machine; carry .whl).
-# Usage: bash tests/gpu_runs/ncu.sh OUTDIR ["OP NxT LAYOUT" ...]
+# Usage: bash tests/gpu_runs/ncu.sh OUTDIR ["OP NxT LAYOUT [DTYPE]" ...]
 # Writes OUTDIR/<case>.txt: speed of light, memory workload, launch statistics, occupancy and
 # warp stall reasons of every Triton kernel launch of the case's three calls (clock control off,
 # so the clocks are those the kernels really run at). LAUNCH="NAME=VALUE ..." profiles a plan that is
@@ -18,10 +18,11 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=("gae 1024x4096 batch_major" "gae 4096x128 time_major" "gae 8x131072 batch_major")
 for c in "${cases[@]}"; do
-  read -r op nt layout <<<"$c"
-  name="${op}_${nt}_${layout}${TAG:+_$TAG}"
+  read -r op nt layout dtype <<<"$c"
+  dtype=${dtype:-float32}
+  name="${op}_${nt}_${layout}_${dtype}${TAG:+_$TAG}"
   timeout 180 "$ncu" --clock-control none ${NCU_ARGS:-} --kernel-name regex:'_kernel$' \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy \
-    --section WarpStateStats python3 tests/gpu_runs/ncu_case.py $op $nt $layout >"$out/$name.txt" 2>&1
+    --section WarpStateStats python3 tests/gpu_runs/ncu_case.py $op $nt $layout $dtype >"$out/$name.txt" 2>&1
   echo "$name: rc=$? $(grep -c 'Duration' "$out/$name.txt") kernel profiles"
 done

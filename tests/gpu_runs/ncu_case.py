@@ -18,6 +18,15 @@ import jax
 from benchmarks import run, shapes
 from rlscan_jax._src.triton import launch
 
+# The forward kernel of the ops that share one (launch.BLOCK_ELEMS_16BIT is by kernel).
+KERNEL = {
+    "discounted_returns": "returns_kernel",
+    "lambda_returns": "returns_kernel",
+    "eligibility_traces": "linear_kernel",
+    "episodic_cumsum": "linear_kernel",
+    "linear_scan": "linear_kernel",
+}
+
 
 def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
     for item in os.environ.get("LAUNCH", "").split():
@@ -29,7 +38,9 @@ def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
     inputs = shapes.make_inputs(op, n, t, layout, dtype)
     shape = shapes.shape(n, t, layout)
     g = launch.geometry(shape, shapes.TIME_AXIS[layout] % 2)
-    print("plan:", launch.plan(g, narrow=dtype != "float32", op=op), flush=True)
+    narrow = dtype != "float32"
+    wide = launch.wide_blocks(KERNEL.get(op, ""), g, narrow)
+    print("plan:", launch.plan(g, narrow=narrow, op=op, block_elems=wide), flush=True)
     f = jax.jit(lambda x: shapes.call(op, x, layout=layout, implementation="triton"))
     args = (inputs,)
     if os.environ.get("MODE", "fwd") == "fwd+bwd":

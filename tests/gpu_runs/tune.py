@@ -1,7 +1,7 @@
 """Block-size / warp / split tuning on the GPU: device time of each launch configuration.
 
 Usage: python tests/gpu_runs/tune.py OUT.json [ops] [MODE]
-MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec|narrow|fill
+MODE: time_major|columns|vector|fence|carry|vec8|segments|combos|cvec|narrow|fill|tm128|blocks16
 (time_major: only the time-major shapes; columns: only time-major rows of 256 steps or more,
 and only the column-block configurations; vector: only batch-major rows of a multiple of 4
 steps and single rows, and only the configurations of VEC_BATCH_MAJOR, SINGLE_ROW_BATCH_MAJOR and
@@ -12,7 +12,9 @@ that split in three launches, and the configurations of more segments a row (SEG
 the same rows, and SEGMENTS' winners together (COMBOS); cvec: time-major rows of 256+ steps, and
 vector loads across the column blocks' columns (CVEC); narrow: time-major rows of N not a multiple
 of 16, 8 x 131072 batch-major and single rows, and vector loads across few columns and the
-two-launch split (NARROW); fill: splits of few blocks, and smaller blocks for them (FILL)).
+two-launch split (NARROW); fill: splits of few blocks, and smaller blocks for them (FILL); tm128:
+time-major rows of up to 128 steps (TM128); blocks16: batch-major rows of 128-1024 steps scanned
+whole, and more steps a thread (BLOCKS16)).
 TUNE_DTYPE=bfloat16 rounds the floating inputs to bfloat16 (default float32).
 The windowed look-back's configurations
 and the modes window and columns_window that tune run 6 used are in commit adb761d.
@@ -68,6 +70,9 @@ SHAPES = [  # (shape, time_axis): N×T as in the benchmark grid
     ((64, 2048), 1),
     ((8192, 16), 0),
     ((32768, 2), 0),
+    # (run 19) batch-major rows of 128-1024 steps scanned whole, as the benchmark grid has them
+    ((16384, 128), 1),
+    ((16384, 512), 1),
 ]
 # TUNE_SHAPES (e.g. "128x1000@0,65536@0"): only these shapes, as `shape@time_axis`.
 _ONLY = {s for s in os.environ.get("TUNE_SHAPES", "").split(",") if s}
@@ -226,6 +231,18 @@ TM128 = [
 ]  # tune.py's tm128 mode (run 16)
 
 
+# Batch-major rows of 128-1024 steps scanned whole in blocks of BLOCK_ELEMS elements at 4 a thread
+# (THREADS_PER_ELEM): a thread loads 4 consecutive steps, 16 bytes of float32 but 8 of bfloat16
+# (ld.global.v2.b32 in sm_90 PTX, triton 3.9). 8 or 16 steps a thread: fewer warps for the same
+# block, or larger blocks at the same warps.
+BLOCKS16 = [
+    {"THREADS_PER_ELEM": 1 / 8},
+    {"BLOCK_ELEMS": 2048},
+    {"BLOCK_ELEMS": 4096},
+    {"BLOCK_ELEMS": 2048, "THREADS_PER_ELEM": 1 / 16},
+]  # tune.py's blocks16 mode (run 19)
+
+
 CONFIGS = [  # overrides of launch's constants; the first is the shipped configuration
     {},
     {"LOOKBACK_FOLD": 0},  # the three-launch split only
@@ -305,6 +322,7 @@ CONFIGS = [  # overrides of launch's constants; the first is the shipped configu
     *NARROW,
     *FILL,
     *TM128,
+    *BLOCKS16,
 ]
 
 
@@ -423,6 +441,8 @@ def _selected(cfg, mode):
                 {"COLUMN_MIN_T": 1, "COLUMN_BT": 8},
             )
         )
+    if mode == "blocks16":
+        return not cfg or cfg in BLOCKS16
     if mode == "fence":
         return cfg in ({}, {"VECTOR_SPLIT_ELEMS": 0}, {"LOOKBACK_FOLD": 1000}) or "LOOKBACK_FENCE" in cfg
     return True
@@ -438,6 +458,8 @@ def _shape_selected(shape, axis, mode):
         return time_major and shape[0] >= 256
     if mode == "fill":  # the splits of few blocks (run 15's shapes)
         return shape in ((4096, 4), (16384, 4), (65536,), (262144,), (64, 2048), (8192, 16), (32768, 2), (131072, 8))
+    if mode == "blocks16":  # batch-major rows of 128-1024 steps, scanned whole
+        return axis == 1 and len(shape) == 2 and 128 <= shape[1] <= 1024
     if mode == "tm128":  # time-major rows of up to 128 steps, scanned whole
         return time_major and shape[0] <= 128 and shape[1] >= 4096
     if mode == "narrow":  # few columns time-major, and the long rows of few blocks
@@ -484,7 +506,8 @@ def main(out, ops_=("gae",), mode=None):
                 configure(cfg)
                 g = launch.geometry(shape, axis % len(shape))  # after configure: it reads the constants too
                 narrow = launch.narrow_rows(g, args)
-                p = launch.plan(g, *PLAN_ARGS.get(op, lambda: (None, None, 0))(), narrow, op)
+                wide = launch.wide_blocks(KERNEL[op], g, narrow)
+                p = launch.plan(g, *PLAN_ARGS.get(op, lambda: (None, None, 0))(), narrow, op, block_elems=wide)
                 split = p.nseg > 1 and not p.lookback  # PHASE 1 and 2
                 # the launch differs in the vector hint and the carry chain too (KC < 0: the
                 # two-launch split, folding -KC composites a round; else carry_kernel's segments

@@ -206,6 +206,19 @@ VEC_MIN_BT = 128
 # bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
 # for rows of 512 and 1024; VEC 16 no faster than 8 (Retrace 1.1x slower).
 VEC_BATCH_MAJOR_16BIT = 8
+# Batch-major rows of 16-bit inputs (narrow_rows) from the kernel's least steps up to MAX_BT
+# (rows that load as vectors, VEC_MIN_BT steps or more) are scanned whole in blocks of
+# BLOCK_ELEMS_16BIT[kernel] = (elements, least steps) instead of BLOCK_ELEMS: at BLOCK_ELEMS' 4 steps
+# a thread (THREADS_PER_ELEM), a thread loads 8 bytes of bfloat16 (ld.global.v2.b32 in sm_90 PTX)
+# where float32 loads 16; in blocks of 2048 at MAX_WARPS it holds 8 steps, one 16-byte load. The
+# kernels' adjoint launches through linear_kernel take it too. tune_h200.md, run 19, bfloat16
+# forward, the benchmark at 4096x128 / 16384x128 / 4096x1024 / 16384x512, both plans in one run:
+# linear_kernel (eligibility traces, episodic sums, linear_scan) 1.01-1.03 / 1.05-1.11 / 1.28-1.31
+# / 1.23-1.31x faster; returns_kernel (discounted and λ-returns) 1.14 and 1.16-1.17x at 1024 and
+# 512 steps, but 0.93-0.95x at 4096x128 and 0.89-1.03x at 16384x128, so from 512 steps on. GAE,
+# V-trace and Retrace (tune.py blocks16) 1.06-1.36x slower: their kernels hold more registers a
+# step, and they keep BLOCK_ELEMS. float32 0.96-1.03x for the two (tune.py), not changed.
+BLOCK_ELEMS_16BIT = {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)}
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
 # ask for another size, or 0: the look-back). Measured in tune_h200.md, run 7: 1.06-1.30x faster
@@ -416,6 +429,7 @@ def plan(
     op: str = "",
     time_major_warps: int = 0,
     column_bt: int = 0,
+    block_elems: int = 0,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
@@ -427,6 +441,8 @@ def plan(
     `narrow`: the floating inputs are 16-bit (narrow_rows), for their vector width.
     `op`: the op launching, for its columns a thread (COLUMN_VEC).
     `column_bt` replaces COLUMN_BT, the steps a chunk of time-major column blocks.
+    `block_elems` replaces BLOCK_ELEMS for batch-major rows of VEC_MIN_BT to MAX_BT steps that load
+    as vectors (BLOCK_ELEMS_16BIT).
     """
     if vector_split is None:
         vector_split = VECTOR_SPLIT_ELEMS
@@ -439,7 +455,8 @@ def plan(
         return _column_plan(g, narrow, op, column_bt)
     if g.layout == 1:
         if T <= MAX_BT:
-            BT, BB = t2, min(n2, max(1, BLOCK_ELEMS // t2))
+            wide = block_elems and T >= VEC_MIN_BT and _vector_rows(g, narrow)
+            BT, BB = t2, min(n2, max(1, (block_elems if wide else BLOCK_ELEMS) // t2))
         elif T <= MAX_BT_WHOLE_ROWS and N >= MIN_ROWS_WHOLE:
             BT, BB = t2, 1  # enough rows to fill the GPU: each program scans whole rows
             max_warps = whole_row_warps
@@ -573,6 +590,13 @@ def _row_vector(g: Geometry, narrow: bool = False) -> int:
     return vec if g.layout == 1 and vec >= 4 else 1
 
 
+def wide_blocks(kernel_name: str, g: Geometry, narrow: bool) -> int:
+    """plan's `block_elems` for a launch of the named kernel: BLOCK_ELEMS_16BIT's elements for
+    `narrow` rows of at least its least steps; else 0 (BLOCK_ELEMS)."""
+    elems, least_t = BLOCK_ELEMS_16BIT.get(kernel_name, (0, 0))
+    return elems if narrow and g.T >= least_t else 0
+
+
 def narrow_rows(g: Geometry, inputs: Sequence[jax.Array]) -> bool:
     """Whether every floating per-step input (at least N·T elements) is 16-bit (vector_width's `narrow`)."""
     steps = [a for a in inputs if a.size >= g.N * g.T and jnp.issubdtype(a.dtype, jnp.floating)]
@@ -612,7 +636,8 @@ def scan_call(
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt)
+    block_elems = wide_blocks(kernel.fn.__name__, g, narrow)
+    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt, block_elems)
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
