@@ -211,13 +211,14 @@ VEC_BATCH_MAJOR_16BIT = 8
 # BLOCK_ELEMS_16BIT[kernel] = (elements, least steps) instead of BLOCK_ELEMS: at BLOCK_ELEMS' 4 steps
 # a thread (THREADS_PER_ELEM), a thread loads 8 bytes of bfloat16 (ld.global.v2.b32 in sm_90 PTX)
 # where float32 loads 16; in blocks of 2048 at MAX_WARPS it holds 8 steps, one 16-byte load. The
-# kernels' adjoint launches through linear_kernel take it too. tune_h200.md, run 19, bfloat16
-# forward, the benchmark at 4096x128 / 16384x128 / 4096x1024 / 16384x512, both plans in one run:
+# adjoints that launch linear_kernel (eligibility traces', episodic sums') take it too.
+# tune_h200.md, run 19, bfloat16, the benchmark at 4096x128 / 16384x128 / 4096x1024 / 16384x512, both plans in one run:
 # linear_kernel (eligibility traces, episodic sums, linear_scan) 1.01-1.03 / 1.05-1.11 / 1.28-1.31
-# / 1.23-1.31x faster; returns_kernel (discounted and λ-returns) 1.14 and 1.16-1.17x at 1024 and
-# 512 steps, but 0.93-0.95x at 4096x128 and 0.89-1.03x at 16384x128, so from 512 steps on. GAE,
-# V-trace and Retrace (tune.py blocks16) 1.06-1.36x slower: their kernels hold more registers a
-# step, and they keep BLOCK_ELEMS. float32 0.96-1.03x for the two (tune.py), not changed.
+# / 1.23-1.29x faster (fwd+bwd 1.00-1.22x); returns_kernel (discounted and λ-returns) 1.14 and
+# 1.16-1.17x at 1024 and 512 steps (fwd+bwd 1.07-1.10x), but 0.93-0.95x at 4096x128 and 0.89-1.03x
+# at 16384x128, so from 512 steps on. GAE, V-trace and Retrace (tune.py blocks16) 1.06-1.36x
+# slower: bound by L1/TEX and issue in bfloat16 (Nsight Compute, GAE 16384x512: 87 % and 75 %,
+# DRAM 59 %), they keep BLOCK_ELEMS. float32 0.96-1.03x for the two (tune.py), not changed.
 BLOCK_ELEMS_16BIT = {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)}
 # Long batch-major rows that can load as vectors (where PHASE 3's look-back would take them) split
 # in three launches instead, vectorised, in blocks of VECTOR_SPLIT_ELEMS elements (a launcher may
