@@ -394,6 +394,14 @@ def test_occupancy_arithmetic():
     assert kr.occupancy(16, 0, 1) == {"blocks_per_sm": 32, "warps_per_sm": 32, "occupancy": 0.5, "limited_by": "blocks"}
 
 
+def test_kernel_resources_declares_pointers_aligned():
+    """The compile marks exactly the pointer parameters 16-byte aligned, as jax-triton does."""
+    from benchmarks import kernel_resources as kr
+
+    got = kr.aligned_pointers(("*fp32", "i32", "*bf16", "i64", "*i1"))
+    assert got == {(0,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]], (4,): [["tt.divisibility", 16]]}
+
+
 def test_kernel_resources_records_launches():
     """The recorder sees the launches a traced call makes, with the launch plan's grid."""
     pytest.importorskip("triton")

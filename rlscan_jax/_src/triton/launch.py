@@ -372,15 +372,18 @@ FUSED_BACKWARD = True
 # of RETRACE_ADJOINT_FEW_ROWS_ELEMS ([512, 8]: 212 registers, no spill) instead (0:
 # SPLIT_BLOCK_ELEMS_FEW_ROWS), as V-trace's forward pass (launchers/vtrace.PLAN): both in one run
 # on an H200 (2026-12-03, twenty-first session), float32 78.3 -> 70.5 us, bfloat16 65.2 -> 59.2
-# (in-jit 84.6 -> 74.1 and 52.1 -> 57.7). Its batch-major rows of 4096 steps scanned whole took
-# 157 registers at 8 warps, and its fwd+bwd at 1024x4096 was no faster than the reference's vjp
-# (89.6 against 90.6 us): RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), for rows of float32
-# inputs only (narrow_rows: in one run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0
+# (in-jit 84.6 -> 74.1 and 52.1 -> 57.7). Its batch-major rows of 4096 steps scanned whole take
+# 142 registers at 8 warps (triton 3.6, pointers declared aligned; 98 at 16), and its fwd+bwd at
+# 1024x4096 was no faster than the reference's vjp (89.6 against 90.6 us):
+# RETRACE_ADJOINT_WHOLE_ROW_WARPS (0: MAX_WARPS), for rows of float32 inputs only (narrow_rows:
+# in one run, float32 81.8 against 88.8 us at 8 warps, bfloat16 58.0
 # against 49.2). V-trace's adjoint in time-major column blocks: its PHASE 2 holds 71 registers a
 # thread (64 with triton 3.9's ptxas), 37.5 % occupancy, and took 63.0 of fwd+bwd's 145.4 us at
 # 4096x1024 under Nsight Compute (tune_h200.md, run 18b). VTRACE_ADJOINT_COLUMN_BT (0: COLUMN_BT)
 # gives its column blocks their own steps a chunk; at 2 its PHASE 2 compiles to 40 registers
-# (benchmarks.kernel_resources, triton 3.9), 75 % occupancy. Not yet timed: not shipped.
+# (benchmarks.kernel_resources, triton 3.9), 75 % occupancy, but fwd+bwd at 4096x1024, 1024x4096,
+# 16384x512 and 512x4096, both dtypes, both in one run (tune_h200.md, run 19c): 1.02-1.05x faster
+# at six, 0.95-0.99x at the two of 512 rows. Not shipped.
 VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
 VTRACE_ADJOINT_COLUMN_BT = 0
 RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
