@@ -532,7 +532,19 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
             "l2_flush_bytes": settings.l2_flush_bytes,
             "launch": dict(settings.launch),
         },
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "triton_custom_call": triton_custom_call() if "triton" in impls else None,
     }
+
+
+def triton_custom_call() -> str | None:
+    """The XLA custom-call target the Triton implementation's launches lower to here."""
+    try:
+        from rlscan_jax._src.triton import custom_call, launch
+
+        return custom_call.active_target(launch.FFI_CUSTOM_CALL)
+    except ImportError:  # no jax-triton (the interpreter runs the kernels)
+        return None
 
 
 # --------------------------------------------------------------------------- one unit

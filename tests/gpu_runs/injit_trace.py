@@ -5,6 +5,8 @@ Usage: python tests/gpu_runs/injit_trace.py OUT.json CASE [CASE ...]
   or noop:K, a loop of K calls of a one-element add: what the loop costs by itself.
   UNROLL=U (default 1): U chained calls an iteration of the loop (`make_loop`'s unroll; K is
   rounded up to 1 + a multiple of U).
+  LAUNCH="NAME=VALUE ..." overrides launch constants first (as the benchmark's --launch), e.g.
+  LAUNCH=FFI_CUSTOM_CALL=False for jax-triton's own (legacy) custom call under jax-triton 0.3.x.
 
 Builds the case's loop as `benchmarks.run` does (the same inputs, `make_loop`, the same K
 calls), times it with the wall clock as the suite does, then runs it once more inside a profiler
@@ -16,6 +18,7 @@ whether the in-jit time above the device time is other work in the loop (copies,
 the loop's counter) or the device waiting.
 """
 
+import ast
 import collections
 import json
 import os
@@ -25,6 +28,24 @@ import time
 import jax
 
 from benchmarks import devicetime, run, shapes
+from rlscan_jax._src.triton import custom_call, launch
+
+
+def apply_launch_env() -> dict:
+    """Sets the launch constants LAUNCH="NAME=VALUE ..." names; returns what it set."""
+    overrides = {}
+    for item in os.environ.get("LAUNCH", "").split():
+        name, value = item.split("=", 1)
+        if not hasattr(launch, name):
+            raise ValueError(f"LAUNCH: {name!r} is not a launch constant")
+        overrides[name] = ast.literal_eval(value)
+        setattr(launch, name, overrides[name])
+    return overrides
+
+
+def custom_call_target() -> str:
+    """The custom-call target this process's Triton launches lower to."""
+    return custom_call.active_target(launch.FFI_CUSTOM_CALL)
 
 
 def parse(case: str) -> dict:
@@ -103,9 +124,12 @@ def trace_one(loop, args, k: int) -> dict:
 
 def main(out: str, cases: list[str]) -> None:
     settings = run.Settings()
+    overrides = apply_launch_env()
     results = {
         "environment": run.environment("jax", "jaxlib", "triton", "jax-triton"),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "launch": overrides,
+        "custom_call_target": custom_call_target(),
         "cases": [],
     }
     for case in cases:

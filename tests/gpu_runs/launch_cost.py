@@ -11,7 +11,8 @@ a microsecond's work) it records
   at this size is what the host spends to launch one call;
 and the same loop for XLA's own one-fusion `x + 1`, for comparison. Run it twice, with and
 without TRITON_DISABLE_LINE_INFO=1 (no `.loc` lines in the PTX), to see what the payload's size
-does to the launch.
+does to the launch. LAUNCH=FFI_CUSTOM_CALL=False (as injit_trace.py): jax-triton 0.3.x's own
+legacy custom call instead of the typed-FFI one.
 """
 
 import json
@@ -29,10 +30,13 @@ N, T, K, UNROLL = 64, 16, 257, 8
 
 
 def payload_sizes(lowered) -> list[int]:
-    """Byte length of every triton_kernel_call's backend_config in the lowered module."""
+    """Byte length of every Triton custom call's payload in the lowered module.
+
+    The legacy call carries it as `backend_config = "..."`, the FFI call as `{opaque = "..."}`.
+    """
     text = lowered.as_text()
     sizes = []
-    for m in re.finditer(r'triton_kernel_call.*?backend_config = "((?:[^"\\]|\\.)*)"', text, re.S):
+    for m in re.finditer(r'(?:(?<!\.)backend_config|opaque) = "((?:[^"\\]|\\.)+)"', text):
         sizes.append(len(re.sub(r"\\[0-9A-Fa-f]{2}|\\.", "x", m.group(1))))
     return sizes
 
@@ -44,8 +48,12 @@ def per_call_us(loop, args) -> float:
 
 def main(out: str, ops: list[str]) -> None:
     impl = run.library(os.environ.get("IMPL", "triton"))
+    overrides = injit_trace.apply_launch_env()
     results = {
         "environment": run.environment("jax", "jaxlib", "triton", "jax-triton"),
+        "launch": overrides,
+        "custom_call_target": injit_trace.custom_call_target(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "TRITON_DISABLE_LINE_INFO": os.environ.get("TRITON_DISABLE_LINE_INFO", ""),
         "shape": [N, T],
         "calls": K,

@@ -9,10 +9,10 @@ Usage: python tests/gpu_runs/ncu_case.py OP NxT LAYOUT [DTYPE]
   too.
 """
 
-import ast
 import os
 import sys
 
+import injit_trace
 import jax
 
 from benchmarks import run, shapes
@@ -29,11 +29,7 @@ KERNEL = {
 
 
 def main(op: str, nt: str, layout: str, dtype: str = "float32") -> None:
-    for item in os.environ.get("LAUNCH", "").split():
-        name, value = item.split("=", 1)
-        if not hasattr(launch, name):
-            raise ValueError(f"LAUNCH: {name!r} is not a launch constant")
-        setattr(launch, name, ast.literal_eval(value))
+    injit_trace.apply_launch_env()
     n, t = (int(x) for x in nt.split("x"))
     inputs = shapes.make_inputs(op, n, t, layout, dtype)
     shape = shapes.shape(n, t, layout)

@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlscan_jax._src import dispatch
+from rlscan_jax._src.triton import custom_call
 
 # Triton dtypes of the NumPy buffers handed to the interpreter.
 _TL_DTYPES = {
@@ -89,6 +90,10 @@ def _interpret(kernel, grid, args, out_shapes, constexprs):
 # compute capability instead of asking the local device (cross-lowering checks on a CPU host).
 COMPUTE_CAPABILITY: int | None = None
 
+# Lower every kernel launch to jaxlib's typed-FFI custom call (`custom_call.py`), also under
+# jax-triton 0.3.x, whose own lowering is the legacy custom call. False keeps jax-triton's own.
+FFI_CUSTOM_CALL = True
+
 
 def call(
     kernel,
@@ -115,6 +120,9 @@ def call(
     extra = {out_kw: list(out_shapes)}
     if zeroed:
         extra["zeroed_outputs"] = tuple(zeroed)
+    target = custom_call.target_name(FFI_CUSTOM_CALL)
+    if target is not None:
+        extra["custom_call_target_name"] = target
     with warnings.catch_warnings():
         # 0.4.x deprecates zeroed_outputs in favour of Ref arguments, which 0.3.x does not have.
         warnings.simplefilter("ignore", DeprecationWarning)
