@@ -48,7 +48,9 @@ def load(paths: Sequence[str]) -> tuple[dict, list[dict]]:
             by_key[run.key_of(r)] = r
     head = dict(heads[0]) if heads else {"record": "header"}
     if len(heads) > 1:
-        head["runs"] = [x for h in heads for x in h.get("runs", [])]
+        head["runs"] = [
+            {**{k: h[k] for k in run.RUN_SETUP_KEYS if k in h}, **x} for h in heads for x in h.get("runs", [])
+        ]
         head["complete"] = all(h.get("complete", True) for h in heads)
         head["remaining_units"] = [u for h in heads for u in h.get("remaining_units", [])]
         head["part"] = "merged: " + ", ".join(str(h.get("part")) for h in heads)

@@ -537,6 +537,11 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
     }
 
 
+# Header fields that describe how a run was set up, copied into its entry of "runs" so that a
+# merged file still says which records ran how.
+RUN_SETUP_KEYS = ("xla_flags", "triton_custom_call")
+
+
 def triton_custom_call() -> str | None:
     """The XLA custom-call target the Triton implementation's launches lower to here."""
     try:
@@ -984,6 +989,7 @@ def run_suite(
 def _finish(head: dict, runs: list, t_start: float, remaining: list[Unit], unit_seconds: dict) -> dict:
     elapsed = round(time.perf_counter() - t_start, 1)
     this = {k: head[k] for k in ("date", "part", "copy_bw_gbps", "host")}
+    this.update((k, head[k]) for k in RUN_SETUP_KEYS if k in head)
     return {
         **head,
         "elapsed_s": elapsed,
