@@ -31,7 +31,7 @@ def _stand_in(with_target_argument: bool = True) -> types.ModuleType:
     prim.def_abstract_eval(lambda *args, out_shapes, **_: [jax.core.ShapedArray(s.shape, s.dtype) for s in out_shapes])
 
     def lowering(backend, ctx, *args, custom_call_target_name, input_output_aliases, out_shapes, grid):
-        assert backend == "cuda-backend" and grid == (4, 1, 1)
+        assert backend == f"{ctx.module_context.platforms[0]}-backend" and grid == (4, 1, 1)
         rule = jax.ffi.ffi_lowering(
             custom_call_target_name,
             api_version=2,
@@ -44,6 +44,7 @@ def _stand_in(with_target_argument: bool = True) -> types.ModuleType:
     lib.triton_kernel_call_p = prim
     lib.triton_kernel_call_lowering = lowering
     lib.get_cuda_backend = "cuda-backend"
+    lib.get_hip_backend = "rocm-backend"
     if with_target_argument:
 
         def triton_call(*args, kernel, out_shape, grid, custom_call_target_name="triton_kernel_call"): ...
@@ -73,7 +74,7 @@ def jax_triton(monkeypatch):
     custom_call._install.cache_clear()
 
 
-def _lowered(module, target: str, aliases=()) -> str:
+def _lowered(module, target: str, aliases=(), platform="cuda") -> str:
     prim = module.triton_lib.triton_kernel_call_p
 
     def f(x, y):
@@ -87,7 +88,7 @@ def _lowered(module, target: str, aliases=()) -> str:
         )
 
     x = jnp.ones(SHAPE.shape, SHAPE.dtype)
-    return jax.jit(f).trace(x, x).lower(lowering_platforms=("cuda",)).as_text()
+    return jax.jit(f).trace(x, x).lower(lowering_platforms=(platform,)).as_text()
 
 
 def _calls(text: str) -> list[str]:
@@ -149,3 +150,11 @@ def test_legacy_call_where_ffi_is_not_asked_for_or_not_there(jax_triton, monkeyp
     jax_triton(_stand_in())
     monkeypatch.setattr(custom_call, "_jaxlib_version", lambda: (0, 10, 2))  # no initialize step there
     assert custom_call.target_name(True) is None
+
+
+def test_rocm_keeps_jax_tritons_own_call(jax_triton):
+    """The FFI payload move is for CUDA only: on ROCm a call that asks for it lowers as before."""
+    module = jax_triton(_stand_in())
+    assert custom_call.target_name(True) == custom_call.FFI_TARGET
+    [call] = _calls(_lowered(module, custom_call.FFI_TARGET, platform="rocm"))
+    assert "@triton_kernel_call(%arg0, %arg1)" in call and "api_version = 2 : i32" in call

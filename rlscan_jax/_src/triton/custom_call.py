@@ -35,8 +35,8 @@ def _jaxlib_version() -> tuple[int, ...]:
     return tuple(version)
 
 
-def _legacy_lowering():
-    """jax-triton 0.3.x's CUDA lowering rule, or None where this jax-triton is not 0.3.x."""
+def _legacy_rule():
+    """jax-triton 0.3.x's lowering rule (before its backend argument), or None where it is not 0.3.x."""
     import jax_triton as jt
     from jax_triton import triton_lib
 
@@ -44,10 +44,9 @@ def _legacy_lowering():
     if parameter is None or parameter.default != LEGACY_TARGET:
         return None  # 0.4.x: no such argument, it emits FFI_TARGET itself
     rule = getattr(triton_lib, "triton_kernel_call_lowering", None)
-    backend = getattr(triton_lib, "get_cuda_backend", None)
-    if rule is None or backend is None:
+    if rule is None or not hasattr(triton_lib, "get_cuda_backend"):
         return None
-    return functools.partial(rule, backend)
+    return rule
 
 
 @functools.cache
@@ -55,13 +54,15 @@ def _install() -> bool:
     """Registers the CUDA lowering of jax-triton's primitive that emits FFI_TARGET when asked to."""
     if _jaxlib_version() < MIN_JAXLIB_FOR_FFI:
         return False
-    legacy = _legacy_lowering()
-    if legacy is None:
+    rule = _legacy_rule()
+    if rule is None:
         return False
     import jax
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
     from jax_triton import triton_lib
+
+    legacy = functools.partial(rule, triton_lib.get_cuda_backend)
 
     def lowering(ctx, *args, custom_call_target_name, input_output_aliases, **params):
         if custom_call_target_name != FFI_TARGET:
@@ -89,6 +90,15 @@ def _install() -> bool:
         return ffi_results
 
     mlir.register_lowering(triton_lib.triton_kernel_call_p, lowering, platform="cuda")
+    if hasattr(triton_lib, "get_hip_backend"):
+        hip = functools.partial(rule, triton_lib.get_hip_backend)
+
+        def hip_lowering(ctx, *args, custom_call_target_name, **params):
+            # No rewrite for ROCm: a call that asked for FFI_TARGET lowers as jax-triton's default.
+            name = LEGACY_TARGET if custom_call_target_name == FFI_TARGET else custom_call_target_name
+            return hip(ctx, *args, custom_call_target_name=name, **params)
+
+        mlir.register_lowering(triton_lib.triton_kernel_call_p, hip_lowering, platform="rocm")
     return True
 
 
