@@ -223,10 +223,17 @@ TRANSFORMS = ["fwd", "grad", "vmap", "vmap(grad)"]
 VMAP = 3
 
 
-def launches(shape: tuple[int, ...], axis: int) -> int:
-    """Kernels one launcher issues for a per-step array of `shape`, by the library's own plan."""
-    p = launch.plan(launch.geometry(shape, axis % len(shape)))
-    return 1 if p.nseg == 1 or p.lookback else 3
+def launches(shape: tuple[int, ...], axis: int, op: str) -> int:
+    """Kernels the forward launcher issues for a per-step array of `shape`, by the library's own
+    plan: one for a single pass or the look-back, two for a split whose PHASE 2 folds the
+    composites itself (launch.fold_rounds), three with carry_kernel between the phases."""
+    from rlscan_jax._src.triton.launchers import vtrace
+
+    kwargs = vtrace.PLAN if op == "vtrace" else {}
+    p = launch.plan(launch.geometry(shape, axis % len(shape)), op=op, **kwargs)
+    if p.nseg == 1 or p.lookback:
+        return 1
+    return 2 if launch.fold_rounds(p) else 3
 
 
 def make(op: str, mode: str, T: int, N: int, axis: int, transform: str):
@@ -245,8 +252,8 @@ def make(op: str, mode: str, T: int, N: int, axis: int, transform: str):
     def loss(*xs):
         return sum(jnp.sum(o) for o in fwd(*xs))
 
-    k = launches(shape, axis)
-    kv = launches((VMAP, *shape), (axis % len(shape)) + 1)
+    k = launches(shape, axis, op)
+    kv = launches((VMAP, *shape), (axis % len(shape)) + 1, op)
     if transform == "fwd":
         return fwd, arrays, k
     if transform == "grad":
