@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Prepares triton 3.7.0 + jax-triton 0.4.1 for the GPU machine, whose image has triton 3.6.0 and
-# which can take at most 64 MiB of carried files per call (the triton 3.7.0 wheel is 192 MiB).
+# Prepares triton 3.7.0 (or TRITON_VERSION, e.g. 3.9.0) + jax-triton 0.4.1 for the GPU machine,
+# whose image has triton 3.6.0 and which can take at most 64 MiB of carried files per call (the
+# triton 3.7.0 wheel is 192 MiB).
 # The wheel is unpacked, stripped of what the CUDA sm_90 path does not load (the AMD backend,
 # Blackwell's ptxas, CUPTI and proton for profiling, test instrumentation), re-packed with xz
-# (about 95 MB) and split into two git-ignored folders .t37a and .t37b of under 60 MiB each.
+# (about 95 MB) and split into two git-ignored folders .t37a and .t37b of under 60 MiB each
+# (with TRITON_VERSION=3.9.0, seen 2026-12-03: 51 and 54 MiB).
 #
 # On the GPU machine, two calls in a row (the second while the machine is still warm). A carried
 # folder that the next call does not name is removed there, so the first call copies its part
@@ -19,17 +21,18 @@
 # did not know 0.4's custom-call name (fixed, re-run passed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+version=${TRITON_VERSION:-3.7.0}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-  --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 -d "$work" triton==3.7.0 jax-triton==0.4.1
+  --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 -d "$work" "triton==$version" jax-triton==0.4.1
 mkdir "$work/x"
-(cd "$work/x" && python3 -m zipfile -e "$work"/triton-3.7.0-*.whl .)
+(cd "$work/x" && python3 -m zipfile -e "$work"/triton-"$version"-*.whl .)
 rm -rf "$work/x/triton/backends/amd" "$work/x/triton/backends/nvidia/bin/ptxas-blackwell" \
   "$work/x/triton/backends/nvidia/lib/cupti" "$work/x/triton/_C/libproton.so" "$work/x/triton/instrumentation"
 chmod +x "$work"/x/triton/backends/nvidia/bin/*
 # triton discovers its backends through entry points: without the AMD one, drop its entry.
-sed -i '/amd/d' "$work"/x/triton-3.7.0.dist-info/entry_points.txt
+sed -i '/amd/d' "$work"/x/triton-"$version".dist-info/entry_points.txt
 rm -rf .t37a .t37b && mkdir .t37a .t37b
 tar cf - -C "$work/x" . | xz -T0 -9 | split -b 50M -d - "$work/part-"
 mv "$work/part-00" .t37a/ && mv "$work"/part-0[1-9] .t37b/
