@@ -223,6 +223,9 @@ TRANSFORMS = ["fwd", "grad", "vmap", "vmap(grad)"]
 VMAP = 3
 
 
+UNBATCHED_ADJOINT = {"gae", "lambda_returns", "discounted_returns", "eligibility_traces", "episodic_cumsum"}
+
+
 def launches(shape: tuple[int, ...], axis: int, op: str) -> int:
     """Kernels the forward launcher issues for a per-step array of `shape`, by the library's own
     plan: one for a single pass or the look-back, two for a split whose PHASE 2 folds the
@@ -262,7 +265,9 @@ def make(op: str, mode: str, T: int, N: int, axis: int, transform: str):
     if transform == "vmap":
         return jax.vmap(fwd), batched, kv
     g = jax.value_and_grad(loss, argnums=tuple(range(len(arrays))))
-    return jax.vmap(g), batched, 2 * kv
+    # A backward pass that reads no floating input (only the cotangent, the flags, γ and λ) is not
+    # batched: the loss's cotangent is the same for every vmapped problem, so it runs once, unbatched.
+    return jax.vmap(g), batched, kv + (k if op in UNBATCHED_ADJOINT else kv)
 
 
 def check(op, mode, T, N, axis, transform):
