@@ -94,11 +94,11 @@ def recording(launches: list[Launch]):
         yield
 
 
-def case_launches(op: str, n: int, t: int, layout: str, mode: str) -> list[Launch]:
-    """The launches of one benchmark case, traced on abstract inputs."""
+def case_launches(op: str, n: int, t: int, layout: str, mode: str, dtype: str = "float32") -> list[Launch]:
+    """The launches of one benchmark case, traced on abstract inputs (floating ones of `dtype`)."""
     spec = shapes.SPECS[op]
     shape = shapes.shape(n, t, layout)
-    avals = {k: jax.ShapeDtypeStruct(shape, jax.numpy.float32) for k in spec.floats}
+    avals = {k: jax.ShapeDtypeStruct(shape, dtype) for k in spec.floats}
     avals.update({k: jax.ShapeDtypeStruct(shape, jax.numpy.bool_) for k in spec.flags})
 
     def fwd(inputs):

@@ -4,6 +4,7 @@
     python tests/gpu_runs/ptx_counts.py vector OUT.json        # batch-major one-pass blocks, VEC 1 vs 4
     python tests/gpu_runs/ptx_counts.py variants ROOT OUT.json # every variant ROOT's triton_variants records
     python tests/gpu_runs/ptx_counts.py compare OLD.json NEW.json
+    python tests/gpu_runs/ptx_counts.py case OUT.json OPS NxT LAYOUT DTYPE  # a benchmark case's forward launches
 
 Counts are of PTX instructions in the compiled text (not executed counts; a loop body counts
 once), with the pointers declared 16-byte aligned as jax-triton declares them. Run with the
@@ -117,6 +118,23 @@ def variant_records(root: str) -> dict[str, dict]:
     return out
 
 
+def case_records(ops: str, nt: str, layout: str, dtype: str) -> list[dict]:
+    """Counts of every forward launch of a benchmark case (comma-separated ops), as the plan makes them."""
+    from benchmarks import kernel_resources
+
+    n, t = (int(x) for x in nt.split("x"))
+    out = []
+    for op in ops.split(","):
+        for launch in kernel_resources.case_launches(op, n, t, layout, "fwd", dtype):
+            c = dict(launch.constexprs)
+            ptx = compile_sm90(launch.kernel, launch.types, c, launch.num_warps).asm["ptx"]
+            block = [c.get("BT"), c.get("BB")]
+            name = launch.kernel.fn.__name__
+            out.append(dict(op=op, kernel=name, block=block, warps=launch.num_warps, counts=count(ptx)))
+            print(op, name, block, {k: out[-1]["counts"].get(k) for k in ("total", "shfl", "selp")})
+    return out
+
+
 def header() -> dict:
     import triton
 
@@ -143,6 +161,8 @@ def main(argv: list[str]) -> None:
         body = {"scan": scan_records()}
     elif mode == "vector":
         body = {"vector": vector_records()}
+    elif mode == "case":
+        body = {"case": dict(zip(("ops", "NxT", "layout", "dtype"), argv[2:6])), "launches": case_records(*argv[2:6])}
     elif mode == "variants":
         body = {"variants": variant_records(os.path.abspath(argv[1]))}
         argv = argv[1:]
