@@ -243,7 +243,8 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
 
         def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
             if "BT" in constexprs:  # a scan kernel (not carry_kernel)
-                seen.append((kernel.fn.__name__, constexprs["BT"] * constexprs["BB"], num_warps, constexprs["VEC"]))
+                bt, bb = constexprs["BT"], constexprs["BB"]
+                seen.append((kernel.fn.__name__, bt * bb, num_warps, constexprs["VEC"], bb))
 
         with triton_variants.recording(on_launch):
             arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
@@ -253,17 +254,20 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
     kernels = set()
     for op in cases.OPS:
         for t in (128, 256, 512, 1024):
-            kernel, elems, warps, vec = forward_launch(op, t, -1, cases.DTYPES["bf16"])
+            kernel, elems, warps, vec, bb = forward_launch(op, t, -1, cases.DTYPES["bf16"])
             kernels.add(kernel)
             wide, least_t = launch.BLOCK_ELEMS_16BIT.get(kernel, (0, 0))
             want = wide if wide and t >= least_t else launch.BLOCK_ELEMS
-            assert (elems, vec) == (want, 8) and warps == launch.MAX_WARPS, (op, t, kernel, elems, warps)
+            # VEC (vector_width): 8, or in blocks of several rows the steps a thread holds (4 in
+            # BLOCK_ELEMS' blocks, 8 in the wide ones)
+            want_vec = 8 if bb == 1 else want // (32 * launch.MAX_WARPS)
+            assert (elems, vec) == (want, want_vec) and warps == launch.MAX_WARPS, (op, t, kernel, elems, warps, vec)
             assert forward_launch(op, t, -1, np.float32)[1] == launch.BLOCK_ELEMS, (op, t)
         # time-major rows scanned whole: the float32 blocks
         tm16, tm32 = (forward_launch(op, 128, 0, d) for d in (cases.DTYPES["bf16"], np.float32))
         assert tm16[:3] == tm32[:3], (op, tm16, tm32)
         for t in (64, 130):  # below VEC_MIN_BT; no vector width (130 is not a multiple of 4)
-            kernel, elems, _, vec = forward_launch(op, t, -1, cases.DTYPES["bf16"])
+            kernel, elems, _, vec, _ = forward_launch(op, t, -1, cases.DTYPES["bf16"])
             assert elems <= launch.BLOCK_ELEMS and vec == 1, (op, t, kernel, elems)
     assert set(launch.BLOCK_ELEMS_16BIT) < kernels
 

@@ -343,6 +343,7 @@ def _vector_rows(monkeypatch):
     _clear_caches()
     with monkeypatch.context() as m:
         m.setattr(launch, "VEC_BATCH_MAJOR", 4)
+        m.setattr(launch, "VEC_THREAD_STEPS", False)  # the widths asked for, in blocks of any size
         m.setattr(launch, "VEC_MIN_BT", 1)  # the small blocks of these shapes
         m.setattr(launch, "call", spy)
         yield seen

@@ -209,6 +209,8 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # faster again for rows of 4096 steps and 8x131072, within 2 % elsewhere.
 VEC_BATCH_MAJOR = 8
 VEC_MIN_BT = 128
+# vector_width: in blocks of several rows, VEC at most the steps a thread holds (run 21).
+VEC_THREAD_STEPS = True
 # The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
 # steps are half the bytes: VEC 8 loads 8 bf16 steps with one ld.global.v4. Run 9 (benchmark,
 # bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
@@ -588,9 +590,22 @@ def fold_rounds(p: Plan) -> int:
 
 def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
-    the look-back (`narrow`: rows of 16-bit inputs); else 1."""
+    the look-back (`narrow`: rows of 16-bit inputs); else 1.
+
+    With VEC_THREAD_STEPS, in blocks of several rows (those whose reverse scans run in vector
+    order, `common.vector_order`): at most the steps a thread holds (BT·BB over the block's
+    threads), but not below 4, so that a thread reverses whole runs of VEC steps in registers
+    (where a run spans threads, it takes shuffles). The loads are the same either way (a thread's
+    steps are what one vector load can take). PTX for sm_90 (tune_h200.md, run 21): GAE
+    16384×512 bfloat16 in [512, 2] blocks at 8 warps, VEC 8 → 4: 313 → 301 instructions, 24 → 12
+    shuffles; V-trace 487 → 438.
+    """
     vec = _row_vector(g, narrow)
-    return vec if vec > 1 and not p.lookback and p.BT >= max(VEC_MIN_BT, vec) else 1
+    if vec == 1 or p.lookback or p.BT < max(VEC_MIN_BT, vec):
+        return 1
+    if VEC_THREAD_STEPS and p.BB > 1:
+        return min(vec, max(4, p.BT * p.BB // (32 * p.num_warps)))
+    return vec
 
 
 def _row_vector(g: Geometry, narrow: bool = False) -> int:

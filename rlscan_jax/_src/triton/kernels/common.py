@@ -47,16 +47,34 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def previous(x, first, m, BACK: tl.constexpr = False):
+def previous(x, first, m, VEC: tl.constexpr = 1):
     """x [BT, BB] at the position processed just before each t in scan order, and `first` (a
-    block of x's shape: the carry across the chunk's edge) at the block's first position. BACK:
-    the block's rows ascend while its scan runs in reverse (`offsets`' VEC), so that position
-    is the next row."""
-    if BACK:
+    block of x's shape: the carry across the chunk's edge) at the block's first position. VEC > 1
+    (a reverse scan's): the block's rows are in `offsets`' vector order (runs of VEC reversed, see
+    `scan`), or ascending in blocks of one row."""
+    if VEC > 1 and x.shape[1] == 1:  # ascending rows (`offsets`)
         _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next, reverse=True)
-    else:
-        _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next)
+        return x_p
+    if VEC > 1:
+        x = vector_order(x, VEC)
+        first = vector_order(first, VEC)
+    _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next)
+    if VEC > 1:
+        x_p = vector_order(x_p, VEC)
     return x_p
+
+
+@triton.jit
+def vector_order(x, VEC: tl.constexpr):
+    """x [BT, BB] with each run of VEC rows reversed: between `offsets`' vector order of a reverse
+    scan and scan order, both ways. A thread holding whole runs reverses them in its registers
+    (no instruction: the compiler renames them). Reshaped as [BB, BT / VEC, VEC], rows first:
+    as [BT / VEC, VEC, BB], blocks of one row ([1024, 1]) went through shared memory (tune_h200.md,
+    run 21)."""
+    BT: tl.constexpr = x.shape[0]
+    BB: tl.constexpr = x.shape[1]
+    y = tl.flip(tl.reshape(tl.trans(x), (BB, BT // VEC, VEC)), 2)
+    return tl.trans(tl.reshape(y, (BB, BT)))
 
 
 @triton.jit
@@ -116,15 +134,19 @@ def offsets(
 
     The block's rows are in scan order: time descending for a reverse scan (see `scan`). With
     VEC > 1 (batch-major rows whose length T is a multiple of VEC, checked by the launcher) the
-    rows stay ascending and the compiler learns that each row starts on a multiple of VEC
-    elements, so it loads VEC consecutive steps a thread with one vector instruction; the scan
-    then runs in reverse (`scan`'s VEC). With CVEC > 1 (time-major rows, N a multiple of CVEC,
-    checked by the launcher: launch.COLUMN_VEC) the compiler learns that each time row starts on a
-    multiple of CVEC elements, so a thread loads CVEC neighbouring columns with one instruction;
-    the time order is untouched.
+    compiler learns that each row starts on a multiple of VEC elements, so it loads VEC
+    consecutive steps a thread with one vector instruction; a reverse scan's rows are then in
+    vector order in blocks of several rows (runs of VEC ascending steps, the runs descending;
+    `scan` reverses each run into scan order and back), and ascending in blocks of one row. With
+    CVEC > 1 (time-major rows, N a multiple of CVEC, checked by the launcher: launch.COLUMN_VEC)
+    the compiler learns that each time row starts on a multiple of CVEC elements, so a thread
+    loads CVEC neighbouring columns with one instruction; the time order is untouched.
     """
     if REVERSE and VEC == 1:
         o_t = c * BT + (BT - 1 - tl.arange(0, BT))
+    elif REVERSE and o_n.shape[0] > 1:  # vector order (`scan`)
+        i = tl.arange(0, BT)
+        o_t = c * BT + (BT - VEC * (1 + i // VEC) + i % VEC)
     else:
         o_t = c * BT + tl.arange(0, BT)
     if VEC > 1:
@@ -198,15 +220,23 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
 def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1):
     """Inclusive scan of a chunk in scan order, reset steps as b = 0; masked positions are identities.
 
-    The block's rows are already in scan order (`offsets`), so the scan runs forward along the
-    block: triton 3.6 lowers `associative_scan(reverse=True)` with warp shuffles even along an
-    axis each thread holds whole (2.6x the instructions of the forward scan for an [8, 128]
-    block at one warp; tests/gpu_runs/tune_h200.md, run 4). Only with VEC > 1, whose rows stay
-    ascending for vector loads, does a reverse scan run in reverse.
+    The scan runs forward along the block where it can: triton 3.6 lowers
+    `associative_scan(reverse=True)` with warp shuffles even along an axis each thread holds whole
+    (2.6x the instructions of the forward scan for an [8, 128] block at one warp;
+    tests/gpu_runs/tune_h200.md, run 4), and turns a warp's lanes around with five chained
+    shuffles a value where triton 3.9 uses one (run 20b). The rows are in scan order (`offsets`),
+    or with REVERSE and VEC > 1 in blocks of several rows in vector order, whose runs of VEC steps
+    a thread holds are reversed in its registers (`vector_order`) before the scan and after it
+    (run 21: 1.02-1.29x faster at 16384x512). Blocks of one row ascend and scan in reverse: in
+    vector order's first form they went through shared memory (run 21, 0.55-0.89x); the present
+    `vector_order` avoids that in the PTX, but is not yet timed there.
     """
     a = tl.where(m, a, 0.0)
     b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
-    if REVERSE and VEC > 1:
+    if REVERSE and VEC > 1 and a.shape[1] > 1:
+        A, B = tl.associative_scan((vector_order(a, VEC), vector_order(b, VEC)), 0, combine)
+        return vector_order(A, VEC), vector_order(B, VEC)
+    elif REVERSE and VEC > 1:
         return tl.associative_scan((a, b), 0, combine, reverse=True)
     else:
         return tl.associative_scan((a, b), 0, combine)

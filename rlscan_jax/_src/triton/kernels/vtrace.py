@@ -96,7 +96,7 @@ def vtrace_kernel(
         if PHASE != 1:
             b_vs = b_v + h
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
-            b_vs1 = common.previous(b_vs, b_v1 + ch[None, :], t_end, VEC > 1)
+            b_vs1 = common.previous(b_vs, b_v1 + ch[None, :], t_end, VEC)
             b_w = tl.where(done, b_nv, b_vs1)
             b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
