@@ -592,13 +592,13 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
     the look-back (`narrow`: rows of 16-bit inputs); else 1.
 
-    With VEC_THREAD_STEPS, in blocks of several rows (those whose reverse scans run in vector
-    order, `common.vector_order`): at most the steps a thread holds (BT·BB over the block's
-    threads), but not below 4, so that a thread reverses whole runs of VEC steps in registers
-    (where a run spans threads, it takes shuffles). The loads are the same either way (a thread's
-    steps are what one vector load can take). PTX for sm_90 (tune_h200.md, run 21): GAE
-    16384×512 bfloat16 in [512, 2] blocks at 8 warps, VEC 8 → 4: 313 → 301 instructions, 24 → 12
-    shuffles; V-trace 487 → 438.
+    With VEC_THREAD_STEPS, in blocks of several rows: at most the steps a thread holds (BT·BB over
+    the block's threads), but not below 4, so that a thread reverses whole runs of VEC steps in
+    registers where a reverse scan puts them in vector order (`common.vector_order`; where a run
+    spans threads, it takes shuffles). The loads are the same either way (a thread's steps are what
+    one vector load can take). PTX for sm_90 (tune_h200.md, run 21): GAE 16384×512 bfloat16 in
+    [512, 2] blocks at 8 warps, VEC 8 → 4: 313 → 301 instructions, 24 → 12 shuffles; V-trace
+    487 → 438. Blocks of one row keep VEC (the loads lay out VEC steps a thread; timed so in run 22).
     """
     vec = _row_vector(g, narrow)
     if vec == 1 or p.lookback or p.BT < max(VEC_MIN_BT, vec):

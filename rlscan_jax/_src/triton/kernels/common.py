@@ -51,10 +51,7 @@ def previous(x, first, m, VEC: tl.constexpr = 1):
     """x [BT, BB] at the position processed just before each t in scan order, and `first` (a
     block of x's shape: the carry across the chunk's edge) at the block's first position. VEC > 1
     (a reverse scan's): the block's rows are in `offsets`' vector order (runs of VEC reversed, see
-    `scan`), or ascending in blocks of one row."""
-    if VEC > 1 and x.shape[1] == 1:  # ascending rows (`offsets`)
-        _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next, reverse=True)
-        return x_p
+    `scan`)."""
     if VEC > 1:
         x = vector_order(x, VEC)
         first = vector_order(first, VEC)
@@ -70,7 +67,7 @@ def vector_order(x, VEC: tl.constexpr):
     scan and scan order, both ways. A thread holding whole runs reverses them in its registers
     (no instruction: the compiler renames them). Reshaped as [BB, BT / VEC, VEC], rows first:
     as [BT / VEC, VEC, BB], blocks of one row ([1024, 1]) went through shared memory (tune_h200.md,
-    run 21)."""
+    runs 21 and 22)."""
     BT: tl.constexpr = x.shape[0]
     BB: tl.constexpr = x.shape[1]
     y = tl.flip(tl.reshape(tl.trans(x), (BB, BT // VEC, VEC)), 2)
@@ -136,15 +133,15 @@ def offsets(
     VEC > 1 (batch-major rows whose length T is a multiple of VEC, checked by the launcher) the
     compiler learns that each row starts on a multiple of VEC elements, so it loads VEC
     consecutive steps a thread with one vector instruction; a reverse scan's rows are then in
-    vector order in blocks of several rows (runs of VEC ascending steps, the runs descending;
-    `scan` reverses each run into scan order and back), and ascending in blocks of one row. With
+    vector order (runs of VEC ascending steps, the runs descending; `scan` reverses each run into
+    scan order and back). With
     CVEC > 1 (time-major rows, N a multiple of CVEC, checked by the launcher: launch.COLUMN_VEC)
     the compiler learns that each time row starts on a multiple of CVEC elements, so a thread
     loads CVEC neighbouring columns with one instruction; the time order is untouched.
     """
     if REVERSE and VEC == 1:
         o_t = c * BT + (BT - 1 - tl.arange(0, BT))
-    elif REVERSE and o_n.shape[0] > 1:  # vector order (`scan`)
+    elif REVERSE:  # vector order (`scan`)
         i = tl.arange(0, BT)
         o_t = c * BT + (BT - VEC * (1 + i // VEC) + i % VEC)
     else:
@@ -225,19 +222,16 @@ def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1):
     (2.6x the instructions of the forward scan for an [8, 128] block at one warp;
     tests/gpu_runs/tune_h200.md, run 4), and turns a warp's lanes around with five chained
     shuffles a value where triton 3.9 uses one (run 20b). The rows are in scan order (`offsets`),
-    or with REVERSE and VEC > 1 in blocks of several rows in vector order, whose runs of VEC steps
-    a thread holds are reversed in its registers (`vector_order`) before the scan and after it
-    (run 21: 1.02-1.29x faster at 16384x512). Blocks of one row ascend and scan in reverse: in
-    vector order's first form they went through shared memory (run 21, 0.55-0.89x); the present
-    `vector_order` avoids that in the PTX, but is not yet timed there.
+    or with REVERSE and VEC > 1 in vector order, whose runs of VEC steps a thread holds are
+    reversed in its registers (`vector_order`) before the scan and after it: in blocks of several
+    rows 1.02-1.29x faster at 16384x512 (run 21), in blocks of one row 1.00-1.50x at 4096x1024 to
+    1x1048576 (run 22), against a reverse scan of ascending rows.
     """
     a = tl.where(m, a, 0.0)
     b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
-    if REVERSE and VEC > 1 and a.shape[1] > 1:
+    if REVERSE and VEC > 1:
         A, B = tl.associative_scan((vector_order(a, VEC), vector_order(b, VEC)), 0, combine)
         return vector_order(A, VEC), vector_order(B, VEC)
-    elif REVERSE and VEC > 1:
-        return tl.associative_scan((a, b), 0, combine, reverse=True)
     else:
         return tl.associative_scan((a, b), 0, combine)
 
