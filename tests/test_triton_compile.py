@@ -229,7 +229,8 @@ def test_column_vectors_follow_the_ops_tables():
 def test_16bit_batch_major_rows_take_their_kernels_blocks():
     """Batch-major rows of 16-bit inputs, a multiple of 4 steps, from the kernel's least steps
     (BLOCK_ELEMS_16BIT[kernel] = (elements, least steps)) up to MAX_BT are scanned whole in blocks of
-    its elements at MAX_WARPS warps, so that a thread holds 8 steps (one 16-byte load); other
+    its elements at MAX_WARPS warps (ONE_ROW_BLOCK_WARPS in blocks of one row of its ops), so that a
+    thread holds 8 steps (one 16-byte load); other
     kernels, float32 rows, shorter rows, rows of no vector width and time-major rows keep
     BLOCK_ELEMS's blocks. Checked on the launches the public functions make."""
     from rlscan_jax._src.triton import launch
@@ -261,7 +262,10 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
             # VEC (vector_width): 8, or in blocks of several rows the steps a thread holds (4 in
             # BLOCK_ELEMS' blocks, 8 in the wide ones)
             want_vec = 8 if bb == 1 else want // (32 * launch.MAX_WARPS)
-            assert (elems, vec) == (want, want_vec) and warps == launch.MAX_WARPS, (op, t, kernel, elems, warps, vec)
+            # warps: MAX_WARPS, or in blocks of one row ONE_ROW_BLOCK_WARPS for ONE_ROW_BLOCK_OPS
+            one_row = bb == 1 and op in launch.ONE_ROW_BLOCK_OPS
+            want_warps = launch.ONE_ROW_BLOCK_WARPS if one_row else launch.MAX_WARPS
+            assert (elems, vec, warps) == (want, want_vec, want_warps), (op, t, kernel, elems, warps, vec)
             assert forward_launch(op, t, -1, np.float32)[1] == launch.BLOCK_ELEMS, (op, t)
         # time-major rows scanned whole: the float32 blocks
         tm16, tm32 = (forward_launch(op, 128, 0, d) for d in (cases.DTYPES["bf16"], np.float32))
