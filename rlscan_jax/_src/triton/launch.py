@@ -212,7 +212,7 @@ VEC_MIN_BT = 128
 # vector_width: in blocks of several rows, VEC at most the steps a thread holds (run 21).
 VEC_THREAD_STEPS = True
 # Batch-major blocks of one row of up to MAX_BT steps ([1024, 1] at BLOCK_ELEMS) for these ops, forward
-# and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS (4). tune_h200.md,
+# and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS' 8 (4 each). tune_h200.md,
 # run 22: at 4096x1024 batch-major, MAX_WARPS 4 against 8 for every launch (benchmark, one call):
 # forward 0.85-1.17x, the returns' 0.85-0.98x; rows of 4096 steps 0.68-1.00x. This table against
 # HEAD, another call, twice: these ops 1.00-1.24x (median 1.04; V-trace bfloat16 forward 23.2 ->
