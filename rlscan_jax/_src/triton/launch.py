@@ -212,8 +212,8 @@ VEC_MIN_BT = 128
 # vector_width: in blocks of several rows, VEC at most the steps a thread holds (run 21).
 VEC_THREAD_STEPS = True
 # Batch-major blocks of one row of up to MAX_BT steps ([1024, 1] at BLOCK_ELEMS) for these ops, forward
-# and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS' 8 (4 each). tune_h200.md,
-# run 22: at 4096x1024 batch-major, MAX_WARPS 4 against 8 for every launch (benchmark, one call):
+# and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS = 8 (4 steps a
+# thread). tune_h200.md, run 22c: at 4096x1024 batch-major, MAX_WARPS 4 against 8 for every launch (benchmark, one call):
 # forward 0.85-1.17x, the returns' 0.85-0.98x; rows of 4096 steps 0.68-1.00x. This table against
 # HEAD, another call, twice: these ops 1.00-1.24x (median 1.04; V-trace bfloat16 forward 23.2 ->
 # 18.6 us, fwd+bwd of float32 traces and episodic sums 1.13x), the returns 0.99-1.01x.
@@ -608,7 +608,8 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     spans threads, it takes shuffles). The loads are the same either way (a thread's steps are what
     one vector load can take). PTX for sm_90 (tune_h200.md, run 21): GAE 16384×512 bfloat16 in
     [512, 2] blocks at 8 warps, VEC 8 → 4: 313 → 301 instructions, 24 → 12 shuffles; V-trace
-    487 → 438. Blocks of one row keep VEC (the loads lay out VEC steps a thread; timed so in run 22).
+    487 → 438. Blocks of one row keep VEC: there that cut 12-24 shuffles more but timed 0.95-1.05x
+    (run 22b).
     """
     vec = _row_vector(g, narrow)
     if vec == 1 or p.lookback or p.BT < max(VEC_MIN_BT, vec):
