@@ -211,12 +211,13 @@ VEC_BATCH_MAJOR = 8
 VEC_MIN_BT = 128
 # vector_width: in blocks of several rows, VEC at most the steps a thread holds (run 21).
 VEC_THREAD_STEPS = True
-# Batch-major blocks of one row of up to MAX_BT steps ([1024, 1] at BLOCK_ELEMS) for these ops, forward
-# and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS = 8 (4 steps a
-# thread). tune_h200.md, run 22c: at 4096x1024 batch-major, MAX_WARPS 4 against 8 for every launch (benchmark, one call):
-# forward 0.85-1.17x, the returns' 0.85-0.98x; rows of 4096 steps 0.68-1.00x. This table against
-# HEAD, another call, twice: these ops 1.00-1.24x (median 1.04; V-trace bfloat16 forward 23.2 ->
-# 18.6 us, fwd+bwd of float32 traces and episodic sums 1.13x), the returns 0.99-1.01x.
+# Batch-major blocks of one row of up to MAX_BT steps ([1024, 1] at BLOCK_ELEMS) for these ops,
+# forward and adjoint: ONE_ROW_BLOCK_WARPS warps (8 steps a thread) instead of MAX_WARPS = 8 (4 steps
+# a thread). tune_h200.md, run 22c: at 4096x1024 batch-major, MAX_WARPS 4 against 8 for every
+# launch (benchmark, one call): forward 0.85-1.17x, the returns' 0.85-0.98x; rows of 4096 steps
+# 0.68-1.00x. This table against HEAD, another call, twice: these ops 1.00-1.24x (median 1.04;
+# V-trace bfloat16 forward 23.2 -> 18.6 us, fwd+bwd of float32 traces and episodic sums 1.13x), the
+# returns 0.99-1.01x.
 ONE_ROW_BLOCK_WARPS = 4
 ONE_ROW_BLOCK_OPS = ("gae", "vtrace", "retrace", "eligibility_traces", "episodic_cumsum", "linear_scan")
 # The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
