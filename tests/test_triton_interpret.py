@@ -350,21 +350,39 @@ def _vector_rows(monkeypatch):
     _clear_caches()
 
 
-@pytest.mark.parametrize("split", ["one-pass", "three-launch"])
-@pytest.mark.parametrize("case", VEC_CASES, ids=str)
-def test_vector_rows_match_oracle(case, split, monkeypatch):
-    """Batch-major rows of 36 steps kept ascending for vector loads (VEC = 4), forward and gradients."""
+VEC_SPLITS = {"one-pass": 0, "three-launch": 2, "lookback": 3}  # the PHASE that loads vectors
+
+
+@contextlib.contextmanager
+def _vector_split(monkeypatch, split):
+    """_vector_rows in blocks of VEC_SPLITS' kind: rows scanned whole, the vectorised three-launch
+    split, or PHASE 3's look-back loading vectors (launch.VECTOR_LOOKBACK; V-trace's forward and
+    adjoint too, whose launcher otherwise asks for the split)."""
+    from rlscan_jax._src.triton import launch
+    from rlscan_jax._src.triton.launchers import vtrace
+
     with contextlib.ExitStack() as stack:
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
         seen = stack.enter_context(_vector_rows(monkeypatch))
+        if split == "lookback":
+            monkeypatch.setattr(launch, "VECTOR_LOOKBACK", True)
+            monkeypatch.setitem(vtrace.PLAN, "vector_split", None)
+        yield seen
+
+
+@pytest.mark.parametrize("split", VEC_SPLITS)
+@pytest.mark.parametrize("case", VEC_CASES, ids=str)
+def test_vector_rows_match_oracle(case, split, monkeypatch):
+    """Batch-major rows of 36 steps kept ascending for vector loads (VEC = 4), forward and gradients."""
+    with _vector_split(monkeypatch, split) as seen:
         inp = case.build()
         cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-        assert (4, 0 if split == "one-pass" else 2) in seen, seen
+        assert (4, VEC_SPLITS[split]) in seen, seen
         _check_gradients(case)
 
 
-@pytest.mark.parametrize("split", ["one-pass", "three-launch"])
+@pytest.mark.parametrize("split", VEC_SPLITS)
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_single_rows_as_batch_major(op, split, monkeypatch):
     """launch.SINGLE_ROW_BATCH_MAJOR (on since run 7): a [36] row planned batch-major, with vector
@@ -373,14 +391,11 @@ def test_single_rows_as_batch_major(op, split, monkeypatch):
 
     mode = next(m for m in cases.OPS[op].modes if "feat" not in m)  # trailing features: not one row
     case = _case(op, mode, 36, (), 0)
-    with contextlib.ExitStack() as stack:
-        if split != "one-pass":
-            stack.enter_context(_tiny_blocks(monkeypatch, split))
-        seen = stack.enter_context(_vector_rows(monkeypatch))
+    with _vector_split(monkeypatch, split) as seen:
         monkeypatch.setattr(launch, "SINGLE_ROW_BATCH_MAJOR", True)
         inp = case.build()
         cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
-        assert (4, 0 if split == "one-pass" else 2) in seen, seen
+        assert (4, VEC_SPLITS[split]) in seen, seen
         _check_gradients(case)
 
 

@@ -202,8 +202,9 @@ LOOKBACK_MAX_ROWS_TIME_MAJOR = 16
 # Batch-major rows whose length is a multiple of 4, in blocks of at least VEC_MIN_BT steps: the
 # kernels keep the rows ascending and tell the compiler that each row starts on a multiple of VEC,
 # the widest power of two from VEC_BATCH_MAJOR down to 4 that divides the row (1 turns this off),
-# so a thread loads VEC consecutive steps with vector instructions. Not for the look-back
-# (PHASE 3): triton 3.6 fails to compile those variants (an assertion in its scan lowering).
+# so a thread loads VEC consecutive steps with vector instructions. In the look-back (PHASE 3) only
+# with VECTOR_LOOKBACK: triton 3.6 failed to compile those variants (an assertion in its scan
+# lowering) until reverse scans ran in vector order (fa0ae1d).
 # Measured in tests/gpu_runs/tune_h200.md: run 6, VEC 4 1.1-3.9x faster in blocks of 128 to 4096
 # steps, slower in blocks of 16 (65536x16); run 9, VEC 8 (two 16-byte loads of float32) 1.04-1.12x
 # faster again for rows of 4096 steps and 8x131072, within 2 % elsewhere.
@@ -246,6 +247,12 @@ BLOCK_ELEMS_16BIT = {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)
 # chaining up to 512 segments in one round trip: blocks of 2048 (twice the segments) 1.07-1.18x
 # faster than 4096 at 8x131072 for five ops, 1.01-1.09x at 1x1048576.
 VECTOR_SPLIT_ELEMS = 2048
+# With VECTOR_LOOKBACK, those rows (the launcher asking for no other split) take PHASE 3's look-back
+# where the plan allows it, loading as vectors: one launch that reads the inputs once. Measured
+# against the split (tune_h200.md, run 23a: 8x131072 and 1x1048576, seven ops, both dtypes): device
+# time 0.80-1.11x (median 0.94; in [2048, 1] blocks 0.58-0.95x), in-jit forward 1.01-1.92x but
+# fwd+bwd 0.76-1.07x. Off.
+VECTOR_LOOKBACK = False
 # A single row ([T], or every batch axis of size 1) is the same memory in either layout; with
 # SINGLE_ROW_BATCH_MAJOR it is planned as batch-major, where it takes that vectorised split (run 7:
 # 1.15-1.86x faster than the look-back over [4096, 1] blocks at 1x1048576, every op).
@@ -468,7 +475,7 @@ def plan(
     as vectors (BLOCK_ELEMS_16BIT).
     """
     if vector_split is None:
-        vector_split = VECTOR_SPLIT_ELEMS
+        vector_split = 0 if VECTOR_LOOKBACK else VECTOR_SPLIT_ELEMS
     tm_vector = op in TIME_MAJOR_VECTOR_SPLIT and _time_major_cvec(g, g.N) > 1
     vector_split = vector_split if _vector_rows(g, narrow) or tm_vector else 0
     T, N = g.T, g.N
@@ -613,7 +620,7 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     (run 22b).
     """
     vec = _row_vector(g, narrow)
-    if vec == 1 or p.lookback or p.BT < max(VEC_MIN_BT, vec):
+    if vec == 1 or (p.lookback and not VECTOR_LOOKBACK) or p.BT < max(VEC_MIN_BT, vec):
         return 1
     if VEC_THREAD_STEPS and p.BB > 1:
         return min(vec, max(4, p.BT * p.BB // (32 * p.num_warps)))
