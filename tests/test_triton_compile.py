@@ -226,6 +226,23 @@ def test_column_vectors_follow_the_ops_tables():
             assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
 
 
+def _forward_launches(op, t, rows, dtype, axis=-1):
+    """(kernel name, grid, num_warps, constexprs) of each scan-kernel launch (not carry_kernel's) of
+    the op's forward pass over `rows` rows of t steps (no feature axis), traced, not run."""
+    mode = {"eligibility_traces": "done", "episodic_cumsum": "rev-init"}.get(op, cases.MAIN_MODE[op])
+    inp = cases.build(op, mode, t, (rows,), axis, dtype=dtype)
+    seen = []
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        if "BT" in constexprs:
+            seen.append((kernel.fn.__name__, grid, num_warps, constexprs))
+
+    with triton_variants.recording(on_launch):
+        arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
+        jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
+    return seen
+
+
 def test_16bit_batch_major_rows_take_their_kernels_blocks():
     """Batch-major rows of 16-bit inputs, a multiple of 4 steps, from the kernel's least steps
     (BLOCK_ELEMS_16BIT[kernel] = (elements, least steps)) up to MAX_BT are scanned whole in blocks of
@@ -238,18 +255,10 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
     assert launch.BLOCK_ELEMS_16BIT == {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)}
 
     def forward_launch(op, t, axis, dtype):
-        mode = {"eligibility_traces": "done", "episodic_cumsum": "rev-init"}.get(op, cases.MAIN_MODE[op])
-        inp = cases.build(op, mode, t, (64,), axis, dtype=dtype)  # [64, T] rows (no feature axis)
-        seen = []
-
-        def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
-            if "BT" in constexprs:  # a scan kernel (not carry_kernel)
-                bt, bb = constexprs["BT"], constexprs["BB"]
-                seen.append((kernel.fn.__name__, bt * bb, num_warps, constexprs["VEC"], bb))
-
-        with triton_variants.recording(on_launch):
-            arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
-            jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
+        seen = [
+            (name, c["BT"] * c["BB"], warps, c["VEC"], c["BB"])
+            for name, _, warps, c in _forward_launches(op, t, 64, dtype, axis)
+        ]
         return seen[0] if len(seen) == 1 else seen
 
     kernels = set()
@@ -274,6 +283,28 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
             kernel, elems, _, vec, _ = forward_launch(op, t, -1, cases.DTYPES["bf16"])
             assert elems <= launch.BLOCK_ELEMS and vec == 1, (op, t, kernel, elems)
     assert set(launch.BLOCK_ELEMS_16BIT) < kernels
+
+
+def test_whole_rows_take_their_ops_warps():
+    """Batch-major rows of 1025 to 4096 steps, enough of them to be scanned whole (a row a program):
+    the forward pass at MAX_WARPS, but V-trace's at its launcher's whole_row_warps (16) and
+    Retrace's at RETRACE_WHOLE_ROW_WARPS from RETRACE_WHOLE_ROW_MIN_T steps on. Checked on the
+    launches the public functions make."""
+    from rlscan_jax._src.triton import launch
+    from rlscan_jax._src.triton.launchers import vtrace
+
+    assert (launch.RETRACE_WHOLE_ROW_WARPS, launch.RETRACE_WHOLE_ROW_MIN_T) == (16, 2049)
+    rows = launch.MIN_ROWS_WHOLE
+    for op in cases.OPS:
+        for t in (2048, 2049, 3000, 4096):
+            launches = _forward_launches(op, t, rows, np.float32)
+            seen = [(c["BT"], c["BB"], grid[0], warps) for _, grid, warps, c in launches]
+            want = launch.MAX_WARPS
+            if op == "vtrace":
+                want = vtrace.PLAN["whole_row_warps"]
+            elif op == "retrace" and t >= launch.RETRACE_WHOLE_ROW_MIN_T:
+                want = launch.RETRACE_WHOLE_ROW_WARPS
+            assert seen == [(launch.next_pow2(t), 1, rows, want)], (op, t, seen)
 
 
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):

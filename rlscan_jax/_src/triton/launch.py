@@ -414,6 +414,14 @@ VTRACE_ADJOINT_TIME_MAJOR_WARPS = 16
 VTRACE_ADJOINT_COLUMN_BT = 0
 RETRACE_ADJOINT_FEW_ROWS_ELEMS = 4096
 RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
+# Retrace's forward pass over batch-major rows of RETRACE_WHOLE_ROW_MIN_T to 4096 steps scanned
+# whole (one [4096, 1] block a row): RETRACE_WHOLE_ROW_WARPS warps (0: MAX_WARPS), as V-trace's
+# (launchers/vtrace.PLAN). tune_h200.md, run 23: 16 warps against 8, twice in one call, at 1024x4096
+# and 512x4096, float32 and bfloat16: forward 1.00-1.14x device time, fwd+bwd 1.00-1.06x; at
+# 1024x2048 ([2048, 1] blocks) 0.87-0.92x, so shorter rows keep MAX_WARPS. The other six ops lost
+# at 16 warps in [4096, 1] blocks (0.74-1.03x, median 0.91).
+RETRACE_WHOLE_ROW_WARPS = 16
+RETRACE_WHOLE_ROW_MIN_T = 2049
 
 
 class Geometry(NamedTuple):

@@ -9,10 +9,11 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     r = x["rewards"]
     shape = r.shape
     params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
+    geometry = launch.geometry(shape, axis)
     (g,) = launch.scan_call(
         retrace_kernel,
         op="retrace",
-        g=launch.geometry(shape, axis),
+        g=geometry,
         inputs=[
             r,
             x["q_values"],
@@ -30,5 +31,6 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
         C_CLIP_FULL=params["c_clip"][1],
+        whole_row_warps=launch.RETRACE_WHOLE_ROW_WARPS if geometry.T >= launch.RETRACE_WHOLE_ROW_MIN_T else 0,
     )
     return g, None
