@@ -126,6 +126,7 @@ LAYOUTS = (
     (8, (2, 3), 1),
     (16384, (32,), 0),
     (4096, (512,), -1),  # batch-major rows scanned whole, a row per program (BT = 4096)
+    (1024, (3,), -1),  # ... in blocks of one row of up to 1024 steps (launch.ONE_ROW_BLOCK_WARPS)
     (72, (4096,), 0),  # time-major rows of up to 128 steps and many columns: [128, 8] blocks
 )
 
