@@ -151,7 +151,10 @@ def compile_resources(launch: Launch) -> dict:
     signature = dict(zip(params, launch.types, strict=True))
     signature.update({k: "constexpr" for k in constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned_pointers(launch.types))
-    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": launch.num_warps})
+    from rlscan_jax._src.triton import launch as plans
+
+    options = plans.compile_options(launch.num_warps, constexprs)  # maxnreg where the launch caps it
+    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
     ptx = compiled.asm["ptx"]
     arch = re.search(r"^\s*\.target\s+(\S+)", ptx, re.MULTILINE).group(1)
     with tempfile.TemporaryDirectory() as d:

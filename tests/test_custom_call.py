@@ -30,8 +30,12 @@ def _stand_in(with_target_argument: bool = True) -> types.ModuleType:
     prim.multiple_results = True
     prim.def_abstract_eval(lambda *args, out_shapes, **_: [jax.core.ShapedArray(s.shape, s.dtype) for s in out_shapes])
 
-    def lowering(backend, ctx, *args, custom_call_target_name, input_output_aliases, out_shapes, grid):
+    caps = []
+
+    def lowering(backend, ctx, *args, custom_call_target_name, input_output_aliases, out_shapes, grid, **metaparams):
         assert backend == f"{ctx.module_context.platforms[0]}-backend" and grid == (4, 1, 1)
+        if metaparams:  # jax-triton compiles the kernel here: the maxnreg its CUDA options get
+            caps.append(_cuda_options().maxnreg)
         rule = jax.ffi.ffi_lowering(
             custom_call_target_name,
             api_version=2,
@@ -56,7 +60,16 @@ def _stand_in(with_target_argument: bool = True) -> types.ModuleType:
     package = types.ModuleType("jax_triton")
     package.triton_call = triton_call
     package.triton_lib = lib
+    package.caps = caps
     return package
+
+
+def _cuda_options():
+    """The options triton's CUDA backend makes of jax-triton's (num_warps only here)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    return CUDABackend(GPUTarget("cuda", 90, 32)).parse_options({"num_warps": 4})
 
 
 @pytest.fixture
@@ -74,7 +87,7 @@ def jax_triton(monkeypatch):
     custom_call._install.cache_clear()
 
 
-def _lowered(module, target: str, aliases=(), platform="cuda") -> str:
+def _lowered(module, target: str, aliases=(), platform="cuda", **metaparams) -> str:
     prim = module.triton_lib.triton_kernel_call_p
 
     def f(x, y):
@@ -85,6 +98,7 @@ def _lowered(module, target: str, aliases=(), platform="cuda") -> str:
             custom_call_target_name=target,
             input_output_aliases=aliases,
             grid=(4, 1, 1),
+            **metaparams,
         )
 
     x = jnp.ones(SHAPE.shape, SHAPE.dtype)
@@ -158,3 +172,17 @@ def test_rocm_keeps_jax_tritons_own_call(jax_triton):
     assert custom_call.target_name(True) == custom_call.FFI_TARGET
     [call] = _calls(_lowered(module, custom_call.FFI_TARGET, platform="rocm"))
     assert "@triton_kernel_call(%arg0, %arg1)" in call and "api_version = 2 : i32" in call
+
+
+@pytest.mark.parametrize("use_ffi", [True, False])
+def test_register_cap_holds_while_the_kernel_compiles(jax_triton, use_ffi):
+    """A launch's MAX_REGISTERS_PARAM reaches the CUDA backend's options (maxnreg) while jax-triton
+    compiles its kernel, in the FFI call and the legacy one; other launches, and the backend after
+    the lowering, have no cap."""
+    module = jax_triton(_stand_in())
+    target = custom_call.target_name(use_ffi) or custom_call.LEGACY_TARGET  # installs the rule either way
+    for cap in (64, 0, 80):
+        _lowered(module, target, **{custom_call.MAX_REGISTERS_PARAM: cap})
+    _lowered(module, target, BT=8)  # a launch without the parameter
+    assert module.caps == [64, None, 80, None]
+    assert _cuda_options().maxnreg is None

@@ -145,6 +145,30 @@ def _targets(fn, *args) -> list[str]:
     return re.findall(r'custom_call_target="(triton_kernel_call(?:_ffi)?)"', hlo)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_vtrace_whole_rows_compile_with_a_register_cap(dtype, tmp_path, monkeypatch):
+    """V-trace's forward over batch-major rows of 4096 steps scanned whole: the PTX that jax-triton
+    compiles for it carries launch.VTRACE_WHOLE_ROW_REGISTERS' cap (.maxnreg, custom_call's rule),
+    where that rule is installed; its outputs match the oracle either way."""
+    from jax_triton import triton_lib
+
+    from rlscan_jax._src.triton import batching, custom_call, launch, ops
+
+    cap = launch.VTRACE_WHOLE_ROW_REGISTERS[4096]
+    inp = _case("vtrace", cases.MAIN_MODE["vtrace"], 4096, (512,), -1).build(dtype=cases.DTYPES[dtype])
+    monkeypatch.setattr(triton_lib, "_JAX_TRITON_DUMP_DIR", str(tmp_path))
+    monkeypatch.setattr(triton_lib, "_COMPILED_KERNEL_CACHE", {})  # compile again, into the dump
+    jax.clear_caches()
+    batching.launcher.cache_clear()
+    ops._op.cache_clear()
+    cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), cases.DTYPES[dtype], msg=dtype)
+    ptx = [p.read_text() for p in tmp_path.rglob("vtrace_kernel.ptx")]
+    assert len(ptx) == 1, [str(p) for p in tmp_path.rglob("*.ptx")]
+    capped = custom_call._install()  # the rule that applies the cap (jax-triton 0.3.x, jaxlib 0.11+)
+    assert (f".maxnreg {cap}" in ptx[0]) == capped, re.findall(r"\.maxnreg \d+", ptx[0])
+    jax.clear_caches()
+
+
 @pytest.mark.parametrize("T, batch, axis", ((128, (1000,), 0), (4096, (33,), -1), (131072, (8,), 0)), ids=str)
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_ffi_custom_call_matches_legacy(op, T, batch, axis, monkeypatch):

@@ -288,23 +288,28 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
 def test_whole_rows_take_their_ops_warps():
     """Batch-major rows of 1025 to 4096 steps, enough of them to be scanned whole (a row a program):
     the forward pass at MAX_WARPS, but V-trace's at its launcher's whole_row_warps (16) and
-    Retrace's at RETRACE_WHOLE_ROW_WARPS from RETRACE_WHOLE_ROW_MIN_T steps on. Checked on the
+    Retrace's at RETRACE_WHOLE_ROW_WARPS from RETRACE_WHOLE_ROW_MIN_T steps on; V-trace's
+    [4096, 1] blocks capped at VTRACE_WHOLE_ROW_REGISTERS, its other launches not. Checked on the
     launches the public functions make."""
     from rlscan_jax._src.triton import launch
     from rlscan_jax._src.triton.launchers import vtrace
 
     assert (launch.RETRACE_WHOLE_ROW_WARPS, launch.RETRACE_WHOLE_ROW_MIN_T) == (16, 2049)
+    assert launch.VTRACE_WHOLE_ROW_REGISTERS == {4096: 64}
     rows = launch.MIN_ROWS_WHOLE
     for op in cases.OPS:
         for t in (2048, 2049, 3000, 4096):
             launches = _forward_launches(op, t, rows, np.float32)
-            seen = [(c["BT"], c["BB"], grid[0], warps) for _, grid, warps, c in launches]
-            want = launch.MAX_WARPS
-            if op == "vtrace":
-                want = vtrace.PLAN["whole_row_warps"]
+            seen = [(c["BT"], c["BB"], grid[0], warps, c.get("MAXNREG")) for _, grid, warps, c in launches]
+            want, cap = launch.MAX_WARPS, None
+            if op == "vtrace":  # and in [4096, 1] blocks at most 64 registers a thread
+                want, cap = vtrace.PLAN["whole_row_warps"], 64 if t > 2048 else 0
             elif op == "retrace" and t >= launch.RETRACE_WHOLE_ROW_MIN_T:
                 want = launch.RETRACE_WHOLE_ROW_WARPS
-            assert seen == [(launch.next_pow2(t), 1, rows, want)], (op, t, seen)
+            assert seen == [(launch.next_pow2(t), 1, rows, want, cap)], (op, t, seen)
+    # V-trace's other plans launch uncapped: rows of 1024 steps, too few rows, time-major rows.
+    for t, n, axis in ((1024, rows, -1), (4096, 64, -1), (4096, rows, 0)):
+        assert {c["MAXNREG"] for *_, c in _forward_launches("vtrace", t, n, np.float32, axis)} == {0}, (t, n, axis)
 
 
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
@@ -503,6 +508,8 @@ def test_compiles_for_sm90(variant):
     from triton.compiler import ASTSource
     from triton.compiler import compile as compile_kernel
 
+    from rlscan_jax._src.triton import launch
+
     fn = variant.kernel
     constexprs = dict(variant.constexprs)
     params = [p for p in fn.arg_names if p not in constexprs]
@@ -512,7 +519,8 @@ def test_compiles_for_sm90(variant):
     # jax-triton tells triton that every buffer is 16-byte aligned (its vector loads need that).
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(variant.types) if t.startswith("*")}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": variant.num_warps})
+    options = launch.compile_options(variant.num_warps, constexprs)  # maxnreg where the launch caps it
+    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
     assert compiled.asm["cubin"], variant.name
     # Blocks hold their rows in scan order and every scan runs forward: triton lowers a reverse
     # scan with warp shuffles even along an axis a thread holds whole (tune_h200.md, run 4).

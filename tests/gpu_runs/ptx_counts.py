@@ -48,7 +48,9 @@ def compile_sm90(fn, types, constexprs, num_warps):
     signature.update({k: "constexpr" for k in constexprs})
     attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t.startswith("*")}
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    return compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": num_warps})
+    from rlscan_jax._src.triton import launch
+
+    return compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=launch.compile_options(num_warps, constexprs))
 
 
 def _scan_kernel():

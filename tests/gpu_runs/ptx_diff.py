@@ -77,7 +77,9 @@ def hashes(root: str, kernels: frozenset[str] = frozenset()) -> dict[str, str]:
         signature = dict(zip(params, v.types, strict=True))
         signature.update({k: "constexpr" for k in constexprs})
         src = ASTSource(fn=v.kernel, signature=signature, constexprs=constexprs)
-        ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": v.num_warps}).asm["ptx"]
+        cap = constexprs.get("MAXNREG")  # launch.compile_options, written out: `root` may predate it
+        options = {"num_warps": v.num_warps, **({"maxnreg": cap} if cap else {})}
+        ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
         out[f"{stable_name(v.name)} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
     return out
 

@@ -15,18 +15,51 @@ install. For them, `target_name()` names the FFI target, and the lowering rule i
 turns jax-triton 0.3.x's legacy call into the FFI call with the same payload: what 0.4.x emits.
 The rule changes only calls that ask for `FFI_TARGET` by name (which 0.3.x could not lower
 itself); every other `triton_call` in the process lowers as jax-triton lowers it.
+
+The same rule caps a kernel's registers a thread where its launch passes the constexpr
+`MAX_REGISTERS_PARAM` (> 0): triton's `maxnreg` compile option, which jax-triton 0.3.x's
+`triton_call` does not take. The cap is set on the CUDA backend's options while jax-triton
+compiles that kernel (its compile cache keys on the constexpr, so capped and uncapped variants
+stay apart). Where the rule is not installed the constexpr is only a kernel parameter: the kernel
+compiles uncapped, the same results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import threading
 
 LEGACY_TARGET = "triton_kernel_call"
 FFI_TARGET = "triton_kernel_call_ffi"
 # The first jaxlib whose FFI handler has the initialize step and the command-buffer trait
 # (jax-ml/jax#37094); jax-triton 0.4 requires it too.
 MIN_JAXLIB_FOR_FFI = (0, 11, 0)
+MAX_REGISTERS_PARAM = "MAXNREG"
+_CAP_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def max_registers(cap: int):
+    """While jax-triton compiles a kernel in this block: at most `cap` registers a thread (triton's
+    maxnreg option on the CUDA backend; 0: no cap)."""
+    if not cap:
+        yield
+        return
+    from triton.backends.nvidia.compiler import CUDABackend
+
+    with _CAP_LOCK:
+        parse = CUDABackend.parse_options
+
+        def capped(self, opts):
+            return parse(self, {**opts, "maxnreg": cap})
+
+        CUDABackend.parse_options = capped
+        try:
+            yield
+        finally:
+            CUDABackend.parse_options = parse
 
 
 def _jaxlib_version() -> tuple[int, ...]:
@@ -66,22 +99,24 @@ def _install() -> bool:
 
     def lowering(ctx, *args, custom_call_target_name, input_output_aliases, **params):
         if custom_call_target_name != FFI_TARGET:
-            return legacy(
+            with max_registers(params.get(MAX_REGISTERS_PARAM, 0)):
+                return legacy(
+                    ctx,
+                    *args,
+                    custom_call_target_name=custom_call_target_name,
+                    input_output_aliases=input_output_aliases,
+                    **params,
+                )
+        # jax-triton builds (and caches) the compiled kernel and its payload; the payload then
+        # moves, unchanged, from the legacy call's backend_config to the FFI call's `opaque`.
+        with max_registers(params.get(MAX_REGISTERS_PARAM, 0)):
+            results = legacy(
                 ctx,
                 *args,
-                custom_call_target_name=custom_call_target_name,
+                custom_call_target_name=LEGACY_TARGET,
                 input_output_aliases=input_output_aliases,
                 **params,
             )
-        # jax-triton builds (and caches) the compiled kernel and its payload; the payload then
-        # moves, unchanged, from the legacy call's backend_config to the FFI call's `opaque`.
-        results = legacy(
-            ctx,
-            *args,
-            custom_call_target_name=LEGACY_TARGET,
-            input_output_aliases=input_output_aliases,
-            **params,
-        )
         legacy_call = results[0].owner
         payload = ir.StringAttr(legacy_call.attributes["backend_config"]).value_bytes
         rule = jax.ffi.ffi_lowering(FFI_TARGET, api_version=4, operand_output_aliases=dict(input_output_aliases))
@@ -108,7 +143,7 @@ def target_name(use_ffi: bool) -> str | None:
     FFI_TARGET where `use_ffi` and this jax-triton is 0.3.x on a jaxlib that has the FFI handler;
     None where jax-triton already emits the FFI call (0.4.x), or the legacy call is to be kept.
     """
-    if use_ffi and _install():
+    if _install() and use_ffi:  # installed either way: the rule also applies MAX_REGISTERS_PARAM
         return FFI_TARGET
     return None
 

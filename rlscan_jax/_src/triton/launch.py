@@ -139,6 +139,14 @@ def call(
     return list(outs) if isinstance(outs, (list, tuple)) else [outs]
 
 
+def compile_options(num_warps: int, constexprs: dict) -> dict:
+    """triton's compile options for a launch as `call` makes it: num_warps, and maxnreg where the
+    launch caps registers (custom_call.MAX_REGISTERS_PARAM > 0). For compiling variants ahead of
+    time (tests, kernel_resources) as the GPU compiles them."""
+    cap = constexprs.get(custom_call.MAX_REGISTERS_PARAM, 0)
+    return {"num_warps": num_warps, **({"maxnreg": cap} if cap else {})}
+
+
 def placeholder() -> jax.ShapeDtypeStruct:
     """An output slot a kernel variant does not write (one byte)."""
     return jax.ShapeDtypeStruct((1,), jnp.int8)
@@ -422,6 +430,13 @@ RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
 # at 16 warps in [4096, 1] blocks (0.74-1.03x, median 0.91).
 RETRACE_WHOLE_ROW_WARPS = 16
 RETRACE_WHOLE_ROW_MIN_T = 2049
+# V-trace's forward pass over batch-major rows scanned whole in [4096, 1] blocks (16 warps) holds
+# 78 registers a thread on the H200 (Nsight Compute, tune_h200.md run 23d): one block an SM, 25 %
+# occupancy, 49 % of DRAM's rate at 1024x4096. VTRACE_WHOLE_ROW_REGISTERS caps them ({block steps:
+# registers}, launch.scan_call's whole_row_registers), so that two blocks fit. Run 23e, one call,
+# HEAD / 64 / HEAD at 1024x4096 and 512x4096: forward 1.17-1.35x device time (float32 1024x4096
+# 44.0 -> 34.7 us); its adjoint, capped the same, lost 0.60-0.96x, so only the forward.
+VTRACE_WHOLE_ROW_REGISTERS = {4096: 64}
 
 
 class Geometry(NamedTuple):
@@ -678,6 +693,7 @@ def scan_call(
     whole_row_warps: int = 0,
     time_major_warps: int = 0,
     column_bt: int = 0,
+    whole_row_registers: dict[int, int] | None = None,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -686,6 +702,9 @@ def scan_call(
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
     `vector_split`, `whole_row_warps`, `time_major_warps` and `column_bt` go to `plan`.
+    `whole_row_registers` ({block steps: registers}, for a kernel with the constexpr MAXNREG):
+    the cap on registers a thread (custom_call.max_registers) of batch-major rows scanned whole
+    in blocks of that many steps; MAXNREG = 0 (no cap) elsewhere.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -696,6 +715,9 @@ def scan_call(
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
+    if whole_row_registers is not None:
+        whole = g.layout == 1 and p.BB == 1 and p.nseg == 1 and p.cps == 1 and p.BT > MAX_BT
+        meta[custom_call.MAX_REGISTERS_PARAM] = whole_row_registers.get(p.BT, 0) if whole else 0
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32
