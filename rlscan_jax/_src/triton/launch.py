@@ -434,8 +434,10 @@ RETRACE_WHOLE_ROW_MIN_T = 2049
 # 78 registers a thread on the H200 (Nsight Compute, tune_h200.md run 23d): one block an SM, 25 %
 # occupancy, 49 % of DRAM's rate at 1024x4096. VTRACE_WHOLE_ROW_REGISTERS caps them ({block steps:
 # registers}, launch.scan_call's whole_row_registers), so that two blocks fit. Run 23e, one call,
-# HEAD / 64 / HEAD at 1024x4096 and 512x4096: forward 1.17-1.35x device time (float32 1024x4096
-# 44.0 -> 34.7 us); its adjoint, capped the same, lost 0.60-0.96x, so only the forward.
+# every 16-warp launch capped at 64 against none, at 1024x4096 and 512x4096: forward 1.17-1.35x
+# device time, but the adjoint lost 0.60-0.96x (fwd+bwd), so only the forward. Run 23f, this form
+# against none, twice in one call: forward 1.18-1.35x (float32 1024x4096 43.9 -> 35.5 us), fwd+bwd
+# 1.05-1.11x.
 VTRACE_WHOLE_ROW_REGISTERS = {4096: 64}
 
 
