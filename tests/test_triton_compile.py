@@ -247,9 +247,9 @@ def test_16bit_batch_major_rows_take_their_kernels_blocks():
     """Batch-major rows of 16-bit inputs, a multiple of 4 steps, from the kernel's least steps
     (BLOCK_ELEMS_16BIT[kernel] = (elements, least steps)) up to MAX_BT are scanned whole in blocks of
     its elements at MAX_WARPS warps (ONE_ROW_BLOCK_WARPS in blocks of one row of its ops), so that a
-    thread holds 8 steps (one 16-byte load); other
-    kernels, float32 rows, shorter rows, rows of no vector width and time-major rows keep
-    BLOCK_ELEMS's blocks. Checked on the launches the public functions make."""
+    thread holds 8 steps (one 16-byte load); other kernels, float32 rows, shorter rows, rows of no
+    vector width and time-major rows keep BLOCK_ELEMS's blocks. Checked on the launches the public
+    functions make."""
     from rlscan_jax._src.triton import launch
 
     assert launch.BLOCK_ELEMS_16BIT == {"linear_kernel": (2048, 128), "returns_kernel": (2048, 512)}
