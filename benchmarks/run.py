@@ -530,7 +530,7 @@ def header(settings: Settings, impls: dict, unavailable: dict, copy: dict) -> di
             "device_windows": settings.device_windows,
             "profile": settings.profile,
             "l2_flush_bytes": settings.l2_flush_bytes,
-            "launch": dict(settings.launch),
+            "launch": launch_record(settings.launch),
         },
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "triton_custom_call": triton_custom_call() if "triton" in impls else None,
@@ -831,7 +831,7 @@ class UnitRunner:
         return path
 
     def _base_record(self, case: Case, k: int) -> dict:
-        launch = {"launch": dict(self.s.launch)} if self.s.launch else {}  # not the shipped plans
+        launch = {"launch": launch_record(self.s.launch)} if self.s.launch else {}  # not the shipped plans
         return {
             **launch,
             "record": "result",
@@ -1125,6 +1125,20 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
 
 
 QUICK_OPS = ("gae", "episodic_cumsum")
+
+
+def launch_record(overrides) -> dict:
+    """--launch's overrides as the results record them: each value as given where JSON can hold it,
+    else its Python literal (a dict with tuple keys, such as ROW_REGISTERS')."""
+
+    def plain(v):
+        try:
+            json.dumps(v)
+        except TypeError:
+            return repr(v)
+        return v
+
+    return {name: plain(value) for name, value in overrides}
 
 
 def _launch_override(item: str, parser: argparse.ArgumentParser) -> tuple[str, object]:

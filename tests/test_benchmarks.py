@@ -53,7 +53,8 @@ def test_quick_run_and_report(tmp_path, capsys):
 
 def test_launch_overrides_are_checked_and_recorded(tmp_path, monkeypatch):
     """--launch NAME=VALUE sets a launch constant for the run (a tuning run's plans), checked at
-    parse time, and is written into the header and into every record."""
+    parse time, and is written into the header and into every record (as its Python literal where
+    JSON cannot hold the value: ROW_REGISTERS' tuple keys)."""
     from rlscan_jax._src.triton import launch
 
     settings, _ = run.parse_args(["--quick", "--launch", "VECTOR_SPLIT_ELEMS=0", "--launch", "THREADS_PER_ELEM=0.125"])
@@ -67,7 +68,9 @@ def test_launch_overrides_are_checked_and_recorded(tmp_path, monkeypatch):
     ):
         with pytest.raises(SystemExit):
             run.parse_args(["--quick", "--launch", bad])
-    monkeypatch.setattr(launch, "VECTOR_SPLIT_ELEMS", launch.VECTOR_SPLIT_ELEMS)  # main sets it: undone after
+    monkeypatch.setattr(launch, "VECTOR_SPLIT_ELEMS", launch.VECTOR_SPLIT_ELEMS)  # main sets them: undone after
+    monkeypatch.setattr(launch, "ROW_REGISTERS", launch.ROW_REGISTERS)
+    caps = {"gae_kernel": {(4096, 8): 80}}
     out = tmp_path / "launch.json"
     argv = ["--quick", "--ops", "gae", "--shapes", "64x16", "--impls", "associative", "--modes", "fwd"]
     assert (
@@ -80,16 +83,19 @@ def test_launch_overrides_are_checked_and_recorded(tmp_path, monkeypatch):
                 "time_major",
                 "--launch",
                 "VECTOR_SPLIT_ELEMS=0",
+                "--launch",
+                f"ROW_REGISTERS={caps!r}",
                 "--out",
                 str(out),
             ]
         )
         == 0
     )
-    assert launch.VECTOR_SPLIT_ELEMS == 0
+    assert launch.VECTOR_SPLIT_ELEMS == 0 and launch.ROW_REGISTERS == caps
     data = json.loads(out.read_text())
-    assert data[0]["settings"]["launch"] == {"VECTOR_SPLIT_ELEMS": 0}
-    assert data[1:] and all(r["launch"] == {"VECTOR_SPLIT_ELEMS": 0} for r in data[1:])
+    recorded = {"VECTOR_SPLIT_ELEMS": 0, "ROW_REGISTERS": "{'gae_kernel': {(4096, 8): 80}}"}
+    assert data[0]["settings"]["launch"] == recorded
+    assert data[1:] and all(r["launch"] == recorded for r in data[1:])
 
 
 def _forgets_boundaries(op, layout):
