@@ -9,6 +9,7 @@ import itertools
 import re
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -226,9 +227,10 @@ def test_column_vectors_follow_the_ops_tables():
             assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
 
 
-def _forward_launches(op, t, rows, dtype, axis=-1):
+def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
     """(kernel name, grid, num_warps, constexprs) of each scan-kernel launch (not carry_kernel's) of
-    the op's forward pass over `rows` rows of t steps (no feature axis), traced, not run."""
+    the op's forward pass over `rows` rows of t steps (no feature axis), traced, not run; with
+    `grad`, of its value and gradient (the sum of its outputs, by its float inputs)."""
     mode = {"eligibility_traces": "done", "episodic_cumsum": "rev-init"}.get(op, cases.MAIN_MODE[op])
     inp = cases.build(op, mode, t, (rows,), axis, dtype=dtype)
     seen = []
@@ -237,9 +239,15 @@ def _forward_launches(op, t, rows, dtype, axis=-1):
         if "BT" in constexprs:
             seen.append((kernel.fn.__name__, grid, num_warps, constexprs))
 
+    def loss(a):
+        return sum(jnp.sum(o.astype(jnp.float32)) for o in cases.call(inp, "triton", {**inp.args, **a}))
+
     with triton_variants.recording(on_launch):
-        arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
-        jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
+        if grad:
+            jax.eval_shape(jax.grad(loss), {k: inp.args[k] for k in inp.float_names()})
+        else:
+            arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
+            jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
     return seen
 
 
@@ -289,27 +297,61 @@ def test_whole_rows_take_their_ops_warps():
     """Batch-major rows of 1025 to 4096 steps, enough of them to be scanned whole (a row a program):
     the forward pass at MAX_WARPS, but V-trace's at its launcher's whole_row_warps (16) and
     Retrace's at RETRACE_WHOLE_ROW_WARPS from RETRACE_WHOLE_ROW_MIN_T steps on; V-trace's
-    [4096, 1] blocks capped at VTRACE_WHOLE_ROW_REGISTERS, its other launches not. Checked on the
-    launches the public functions make."""
+    [4096, 1] blocks capped at 64 registers a thread, the other ops' not. Checked on the launches
+    the public functions make."""
     from rlscan_jax._src.triton import launch
     from rlscan_jax._src.triton.launchers import vtrace
 
     assert (launch.RETRACE_WHOLE_ROW_WARPS, launch.RETRACE_WHOLE_ROW_MIN_T) == (16, 2049)
-    assert launch.VTRACE_WHOLE_ROW_REGISTERS == {4096: 64}
     rows = launch.MIN_ROWS_WHOLE
     for op in cases.OPS:
         for t in (2048, 2049, 3000, 4096):
             launches = _forward_launches(op, t, rows, np.float32)
             seen = [(c["BT"], c["BB"], grid[0], warps, c.get("MAXNREG")) for _, grid, warps, c in launches]
-            want, cap = launch.MAX_WARPS, None
+            want, cap = launch.MAX_WARPS, 0
             if op == "vtrace":  # and in [4096, 1] blocks at most 64 registers a thread
                 want, cap = vtrace.PLAN["whole_row_warps"], 64 if t > 2048 else 0
             elif op == "retrace" and t >= launch.RETRACE_WHOLE_ROW_MIN_T:
                 want = launch.RETRACE_WHOLE_ROW_WARPS
             assert seen == [(launch.next_pow2(t), 1, rows, want, cap)], (op, t, seen)
-    # V-trace's other plans launch uncapped: rows of 1024 steps, too few rows, time-major rows.
-    for t, n, axis in ((1024, rows, -1), (4096, 64, -1), (4096, rows, 0)):
-        assert {c["MAXNREG"] for *_, c in _forward_launches("vtrace", t, n, np.float32, axis)} == {0}, (t, n, axis)
+
+
+def test_register_caps_reach_only_their_launches():
+    """ROW_REGISTERS' caps (MAXNREG) reach the launches they name and no other: V-trace's forward
+    in [4096, 1] blocks at 16 warps and [1024, 1] blocks at 4, Retrace's adjoint in [4096, 1] blocks
+    at 16 warps (float32 rows); not its 8-warp blocks of bfloat16 rows, not float64 scans, not
+    blocks of several rows, split rows or time-major rows, not the other ops' launches."""
+    from conftest import enable_x64
+
+    from rlscan_jax._src.triton import launch
+
+    assert launch.ROW_REGISTERS == {
+        "vtrace_kernel": {(4096, 16): 64, (1024, 4): 64},
+        "retrace_adjoint_kernel": {(4096, 16): 64},
+    }
+    rows, bf16 = launch.MIN_ROWS_WHOLE, cases.DTYPES["bf16"]
+
+    def caps(op, t, n=rows, dtype=np.float32, axis=-1, grad=False):
+        return {
+            (name, c["BT"], c["BB"], warps, c["MAXNREG"])
+            for name, _, warps, c in _forward_launches(op, t, n, dtype, axis, grad)
+        }
+
+    for dtype in (np.float32, bf16):
+        assert caps("vtrace", 4096, dtype=dtype) == {("vtrace_kernel", 4096, 1, 16, 64)}, dtype
+        assert caps("vtrace", 1000, dtype=dtype) == {("vtrace_kernel", 1024, 1, 4, 64)}, dtype
+    assert ("retrace_adjoint_kernel", 4096, 1, 16, 64) in caps("retrace", 4096, grad=True)
+    assert ("retrace_adjoint_kernel", 4096, 1, 8, 0) in caps("retrace", 4096, dtype=bf16, grad=True)
+    with enable_x64():
+        assert {c[-1] for c in caps("vtrace", 4096, dtype=np.float64)} == {0}
+        assert {c[-1] for c in caps("retrace", 4096, dtype=np.float64, grad=True)} == {0}
+    # V-trace's other plans: too few rows (split), time-major rows, short rows in blocks of several
+    for t, n, axis in ((4096, 64, -1), (4096, rows, 0), (1000, rows, 0), (256, rows, -1)):
+        assert {c[-1] for c in caps("vtrace", t, n, axis=axis, grad=True)} == {0}, (t, n, axis)
+    for op in cases.OPS:
+        if op not in ("vtrace", "retrace"):
+            for t in (1000, 4096):
+                assert {c[-1] for c in caps(op, t, grad=True)} == {0}, (op, t)
 
 
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):

@@ -4,7 +4,8 @@ Usage, from the repository root on the GPU machine (after `source tests/gpu_runs
 puts the checkout on PYTHONPATH): MAXNREG=64 python3 tests/gpu_runs/bench_maxnreg.py
 [benchmarks.run arguments]. Without MAXNREG it is benchmarks.run. It patches triton's CUDA options
 (maxnreg) for every launch of 16 warps, whatever the kernel, adjoints included: the experiment
-behind launch.VTRACE_WHOLE_ROW_REGISTERS, which caps one launch through custom_call instead.
+behind V-trace's cap (first launch.VTRACE_WHOLE_ROW_REGISTERS, now launch.ROW_REGISTERS), which
+caps the launches it names through custom_call instead; `--launch ROW_REGISTERS=...` tries others.
 """
 
 import os

@@ -430,15 +430,26 @@ RETRACE_ADJOINT_WHOLE_ROW_WARPS = 16
 # at 16 warps in [4096, 1] blocks (0.74-1.03x, median 0.91).
 RETRACE_WHOLE_ROW_WARPS = 16
 RETRACE_WHOLE_ROW_MIN_T = 2049
-# V-trace's forward pass over batch-major rows scanned whole in [4096, 1] blocks (16 warps) holds
-# 78 registers a thread on the H200 (Nsight Compute, tune_h200.md run 23d): one block an SM, 25 %
-# occupancy, 49 % of DRAM's rate at 1024x4096. VTRACE_WHOLE_ROW_REGISTERS caps them ({block steps:
-# registers}, launch.scan_call's whole_row_registers), so that two blocks fit. Run 23e, one call,
+# Registers a thread for batch-major rows scanned whole in blocks of one row ({kernel: {(block steps,
+# warps): cap}}; triton's maxnreg, applied by custom_call's lowering rule through the kernels'
+# MAXNREG constexpr; absent: no cap). V-trace's forward pass in [4096, 1] blocks (16 warps) holds 78
+# registers a thread on the H200 (Nsight Compute, tune_h200.md run 23d): one block an SM, 25 %
+# occupancy, 49 % of DRAM's rate at 1024x4096. Capped at 64, two blocks fit. Run 23e, one call,
 # every 16-warp launch capped at 64 against none, at 1024x4096 and 512x4096: forward 1.17-1.35x
 # device time, but the adjoint lost 0.60-0.96x (fwd+bwd), so only the forward. Run 23f, this form
 # against none, twice in one call: forward 1.18-1.35x (float32 1024x4096 43.9 -> 35.5 us), fwd+bwd
-# 1.05-1.11x.
-VTRACE_WHOLE_ROW_REGISTERS = {4096: 64}
+# 1.05-1.11x. Run 24 (one call each, every cap against none, the capped plan run twice): Retrace's
+# adjoint in [4096, 1] blocks at 16 warps (float32 rows, RETRACE_ADJOINT_WHOLE_ROW_WARPS) compiles
+# to 98 registers, one block an SM, and to 64 capped, without spilling: fwd+bwd 1.13-1.16x
+# (1024x4096 77.6 -> 67.3 us); its 8-warp blocks of bfloat16 rows capped at 128 0.99-1.02x, at 80
+# 0.84-0.86x. V-trace's forward in [1024, 1] blocks (4 warps, 84 registers) capped at 64: forward
+# 1.02-1.04x at 4096x1024 (two calls), fwd+bwd 1.00-1.02x; at 48 0.73-0.85x. Caps for the other
+# kernels' whole rows (GAE, the returns, linear_kernel, Retrace's forward, the shared adjoints) at
+# 1024x4096, 512x4096 and 4096x1024 gained nothing (0.95-1.06x) or lost (down to 0.52x).
+ROW_REGISTERS: dict[str, dict[tuple[int, int], int]] = {
+    "vtrace_kernel": {(4096, 16): 64, (1024, 4): 64},
+    "retrace_adjoint_kernel": {(4096, 16): 64},
+}
 
 
 class Geometry(NamedTuple):
@@ -695,7 +706,6 @@ def scan_call(
     whole_row_warps: int = 0,
     time_major_warps: int = 0,
     column_bt: int = 0,
-    whole_row_registers: dict[int, int] | None = None,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -704,9 +714,9 @@ def scan_call(
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
     `vector_split`, `whole_row_warps`, `time_major_warps` and `column_bt` go to `plan`.
-    `whole_row_registers` ({block steps: registers}, for a kernel with the constexpr MAXNREG):
-    the cap on registers a thread (custom_call.max_registers) of batch-major rows scanned whole
-    in blocks of that many steps; MAXNREG = 0 (no cap) elsewhere.
+    Batch-major rows scanned whole in blocks of one row, not in float64, take ROW_REGISTERS' cap
+    for the kernel, block and warps (the constexpr MAXNREG, custom_call.max_registers); every
+    other launch MAXNREG = 0.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -717,9 +727,10 @@ def scan_call(
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
-    if whole_row_registers is not None:
-        whole = g.layout == 1 and p.BB == 1 and p.nseg == 1 and p.cps == 1 and p.BT > MAX_BT
-        meta[custom_call.MAX_REGISTERS_PARAM] = whole_row_registers.get(p.BT, 0) if whole else 0
+    # caps measured on float32 and bfloat16 inputs; float64 scans hold twice the registers a value
+    whole = g.layout == 1 and p.BB == 1 and p.nseg == 1 and p.cps == 1 and not f64
+    cap = ROW_REGISTERS.get(kernel.fn.__name__, {}).get((p.BT, p.num_warps), 0) if whole else 0
+    meta[custom_call.MAX_REGISTERS_PARAM] = cap
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
     acc = jnp.float64 if f64 else jnp.float32

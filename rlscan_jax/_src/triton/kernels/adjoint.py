@@ -100,6 +100,7 @@ def adjoint_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """KIND 0 GAE (p_g2: the returns' cotangent), 1 λ-returns, 2 discounted returns. HAS_VALUES:
     values' gradient is written (GAE always; λ-returns where v' comes from values)."""
@@ -193,6 +194,7 @@ def linear_adjoint_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """linear_scan's backward pass. Its forward pass h_t = a_t + b_t h_{t-1} (h_{-1} = initial, or
     0) has the adjoint u_t = g_t + b_{t+1} u_{t+1} (u_T = 0), a reverse scan, and

@@ -105,6 +105,7 @@ def vtrace_adjoint_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """HAS_NEXT: v' from next_values (d next_values written), else from values and the bootstrap."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
@@ -232,6 +233,7 @@ def retrace_adjoint_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """p_h: the forward pass's G (its own output)."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)

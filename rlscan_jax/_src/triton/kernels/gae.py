@@ -45,6 +45,7 @@ def gae_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     i_b, i_s = common.program(p_sync, T, PHASE, True, BT)
     o_n = common.rows(i_b, BIG, BB)

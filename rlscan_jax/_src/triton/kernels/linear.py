@@ -56,6 +56,7 @@ def linear_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """b is loaded (HAS_B), γλ (HAS_DECAY) or 1; reset is p_reset at t, or at t-1 (RESET_PREV)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)

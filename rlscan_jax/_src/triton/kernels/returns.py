@@ -51,6 +51,7 @@ def returns_kernel(
     WALK_BACK: tl.constexpr,
     STREAM: tl.constexpr,
     CVEC: tl.constexpr,
+    MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """LAMBDA selects λ-returns (True) or discounted returns (False, p_lam unused).
 

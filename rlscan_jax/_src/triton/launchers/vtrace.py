@@ -8,7 +8,7 @@ from rlscan_jax._src.triton.kernels.vtrace import vtrace_kernel
 # [1024, 8] time-major blocks spill (184 bytes at sm_90) and measured slower than [512, 8];
 # vectorised long rows in blocks of 2048 (tune_h200.md, run 7: 4096 lost 7 % at 8x131072); rows of
 # 4096 steps scanned whole at 16 warps (248 registers a thread: 1.31-1.39x faster), the forward
-# pass there capped at 64 registers a thread (launch.VTRACE_WHOLE_ROW_REGISTERS).
+# pass there capped at 64 registers a thread (launch.ROW_REGISTERS).
 PLAN = dict(few_rows_elems=launch.SPLIT_BLOCK_ELEMS, vector_split=2048, whole_row_warps=16)
 
 
@@ -45,7 +45,6 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         C_CLIP_FULL=params["c_clip"][1],
         PG_CLIP_FULL=params["pg_rho_clip"][1],
         STORE_H=store_h,
-        whole_row_registers=launch.VTRACE_WHOLE_ROW_REGISTERS,
         **PLAN,
     )
     return (vs, pg), (h if store_h else None)
