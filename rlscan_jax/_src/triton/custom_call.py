@@ -98,25 +98,19 @@ def _install() -> bool:
     legacy = functools.partial(rule, triton_lib.get_cuda_backend)
 
     def lowering(ctx, *args, custom_call_target_name, input_output_aliases, **params):
-        if custom_call_target_name != FFI_TARGET:
-            with max_registers(params.get(MAX_REGISTERS_PARAM, 0)):
-                return legacy(
-                    ctx,
-                    *args,
-                    custom_call_target_name=custom_call_target_name,
-                    input_output_aliases=input_output_aliases,
-                    **params,
-                )
-        # jax-triton builds (and caches) the compiled kernel and its payload; the payload then
-        # moves, unchanged, from the legacy call's backend_config to the FFI call's `opaque`.
+        # jax-triton builds (and caches) the compiled kernel and its payload, under the launch's cap
+        ffi = custom_call_target_name == FFI_TARGET
         with max_registers(params.get(MAX_REGISTERS_PARAM, 0)):
             results = legacy(
                 ctx,
                 *args,
-                custom_call_target_name=LEGACY_TARGET,
+                custom_call_target_name=LEGACY_TARGET if ffi else custom_call_target_name,
                 input_output_aliases=input_output_aliases,
                 **params,
             )
+        if not ffi:
+            return results
+        # the payload moves, unchanged, from the legacy call's backend_config to the FFI call's `opaque`
         legacy_call = results[0].owner
         payload = ir.StringAttr(legacy_call.attributes["backend_config"]).value_bytes
         rule = jax.ffi.ffi_lowering(FFI_TARGET, api_version=4, operand_output_aliases=dict(input_output_aliases))
