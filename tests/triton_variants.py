@@ -56,15 +56,19 @@ def variant(kernel, args, out_shapes, num_warps: int, constexprs: dict) -> Varia
 
 
 def key(v: Variant) -> tuple | None:
-    """What `record()` keeps one variant per: (kernel, constexpr flags but block sizes, 16-bit inputs).
+    """What `record()` keeps one variant per: (kernel, constexpr flags but block sizes, 16-bit inputs,
+    and for a launch under a register cap its block steps and warps, which the cap is chosen for:
+    launch.ROW_REGISTERS).
 
     None for a 16-bit split-row phase: 16-bit inputs are kept for one-pass kernels only.
     """
+    constexprs = dict(v.constexprs)
     half = "*bf16" in v.types
-    if half and dict(v.constexprs).get("PHASE", 0) != 0:
+    if half and constexprs.get("PHASE", 0) != 0:
         return None
     flags = tuple((k, x) for k, x in v.constexprs if k not in ("BT", "BB"))
-    return (v.kernel.fn.__name__, flags, half)
+    capped = (constexprs["BT"], v.num_warps) if constexprs.get("MAXNREG") else None
+    return (v.kernel.fn.__name__, flags, half, capped)
 
 
 @contextlib.contextmanager
