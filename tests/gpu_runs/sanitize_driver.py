@@ -60,9 +60,10 @@ QUICK_SPLIT = ((2, 4096), -1, "float32")
 
 
 def key_name(key: tuple) -> str:
-    name, flags, half = key
+    name, flags, half, capped = key
     text = f"{name}[{','.join(f'{k}={v}' for k, v in flags)}]"
-    return text + "[bf16]" if half else text
+    text += "[bf16]" if half else ""
+    return text + (f"[BT={capped[0]},warps={capped[1]}]" if capped else "")
 
 
 def case_id(inp: cases.Inputs, args: dict) -> str:
