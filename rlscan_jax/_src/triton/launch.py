@@ -443,7 +443,7 @@ RETRACE_WHOLE_ROW_MIN_T = 2049
 # to 98 registers, one block an SM, and to 64 capped, without spilling: fwd+bwd 1.13-1.16x
 # (1024x4096 77.6 -> 67.3 us); its 8-warp blocks of bfloat16 rows capped at 128 0.99-1.02x, at 80
 # 0.84-0.86x. V-trace's forward in [1024, 1] blocks (4 warps, 84 registers) capped at 64: forward
-# 1.02-1.04x at 4096x1024 (two calls), fwd+bwd 1.00-1.02x; at 48 0.73-0.85x. Caps for the other
+# 1.02-1.04x at 4096x1024 (three calls), fwd+bwd 1.00-1.02x; at 48 0.73-0.85x. Caps for the other
 # kernels' whole rows (GAE, the returns, linear_kernel, Retrace's forward, the shared adjoints) at
 # 1024x4096, 512x4096 and 4096x1024 gained nothing (0.95-1.06x) or lost (down to 0.52x).
 ROW_REGISTERS: dict[str, dict[tuple[int, int], int]] = {
