@@ -354,6 +354,75 @@ def test_register_caps_reach_only_their_launches():
                 assert {c[-1] for c in caps(op, t, grad=True)} == {0}, (op, t)
 
 
+def test_split_register_caps_reach_only_their_passes(monkeypatch):
+    """SPLIT_REGISTERS (empty as shipped) caps the pass of a split launch it names, by PHASE, block and
+    warps, in either layout: here V-trace's adjoint PHASE 2 in time-major column blocks and in a
+    single row's blocks, and GAE's forward PHASE 1. Not the other pass, not float64 scans, not rows
+    scanned whole, not carry_kernel, not the other ops."""
+    from conftest import enable_x64
+
+    from rlscan_jax._src.triton import launch
+
+    assert launch.SPLIT_REGISTERS == {}
+    column = launch._column_plan(launch.geometry((1024, 64), 0), False, "vtrace", 0)
+    single = launch.plan(launch.geometry((1, 8192), 1), vector_split=2048)
+    assert (single.nseg, single.BB) > (1, 0) and not single.lookback
+    caps = {
+        "vtrace_adjoint_kernel": {(2, column.BT, column.BB, column.num_warps): 64},
+        "gae_kernel": {(1, column.BT, column.BB, column.num_warps): 48},
+    }
+    caps["vtrace_adjoint_kernel"][(2, single.BT, single.BB, single.num_warps)] = 128
+    monkeypatch.setattr(launch, "SPLIT_REGISTERS", caps)
+
+    def capped(op, t, n, axis, dtype=np.float32):
+        return {
+            (name, c["PHASE"], c["MAXNREG"])
+            for name, _, _, c in _forward_launches(op, t, n, dtype, axis, grad=True)
+            if c["MAXNREG"] and c["PHASE"] in (1, 2)  # (ROW_REGISTERS caps some rows scanned whole)
+        }
+
+    for dtype in (np.float32, cases.DTYPES["bf16"]):
+        assert capped("vtrace", 1024, 64, 0, dtype) == {("vtrace_adjoint_kernel", 2, 64)}, dtype
+        assert capped("vtrace", 8192, 1, -1, dtype) == {("vtrace_adjoint_kernel", 2, 128)}, dtype
+    assert capped("gae", 1024, 64, 0) == {("gae_kernel", 1, 48)}
+    # GAE's bfloat16 rows load 2 columns a thread (COLUMN_VEC_16BIT), at half the warps: another key
+    narrow = launch._column_plan(launch.geometry((1024, 64), 0), True, "gae", 0)
+    assert (narrow.BT, narrow.BB, narrow.num_warps) != (column.BT, column.BB, column.num_warps)
+    assert capped("gae", 1024, 64, 0, cases.DTYPES["bf16"]) == set()
+    with enable_x64():
+        assert capped("vtrace", 1024, 64, 0, np.float64) == set()
+        assert capped("gae", 1024, 64, 0, np.float64) == set()
+    assert capped("vtrace", 1024, 1024, -1) == set()  # rows scanned whole
+    assert capped("vtrace", 128, 64, 0) == set()  # time-major rows scanned whole
+    for op in cases.OPS:
+        if op not in ("vtrace", "gae"):
+            assert capped(op, 1024, 64, 0) == set(), op
+
+
+def test_one_row_block_kernels_take_fewer_warps(monkeypatch):
+    """ONE_ROW_BLOCK_KERNELS (empty as shipped) gives the named kernels ONE_ROW_BLOCK_WARPS in blocks
+    of one row for every op that launches them: the returns' adjoint (adjoint_kernel) then takes 4
+    warps where their forward (returns_kernel) keeps MAX_WARPS; blocks of several rows keep theirs."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.ONE_ROW_BLOCK_KERNELS == ()
+    rows = launch.MIN_ROWS_WHOLE
+
+    def warps(op, t, shipped):
+        if not shipped:
+            monkeypatch.setattr(launch, "ONE_ROW_BLOCK_KERNELS", ("adjoint_kernel",))
+        seen = {(name, c["BB"], w) for name, _, w, c in _forward_launches(op, t, rows, np.float32, grad=True)}
+        monkeypatch.setattr(launch, "ONE_ROW_BLOCK_KERNELS", ())
+        return seen
+
+    for op in ("lambda_returns", "discounted_returns"):
+        forward = ("returns_kernel", 1, launch.MAX_WARPS)
+        assert warps(op, 1024, True) == {forward, ("adjoint_kernel", 1, launch.MAX_WARPS)}, op
+        assert warps(op, 1024, False) == {forward, ("adjoint_kernel", 1, launch.ONE_ROW_BLOCK_WARPS)}, op
+        assert warps(op, 256, False) == warps(op, 256, True), op  # [256, 4] blocks
+    assert warps("gae", 1024, False) == warps("gae", 1024, True)  # in ONE_ROW_BLOCK_OPS already
+
+
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     """Time-major blocks other than column blocks load TIME_MAJOR_CVEC (8) neighbouring columns a
     thread, or the widest power of two below it that divides N and fits the block, where N is not a

@@ -229,6 +229,11 @@ VEC_THREAD_STEPS = True
 # returns 0.99-1.01x.
 ONE_ROW_BLOCK_WARPS = 4
 ONE_ROW_BLOCK_OPS = ("gae", "vtrace", "retrace", "eligibility_traces", "episodic_cumsum", "linear_scan")
+# Kernels that take ONE_ROW_BLOCK_WARPS in blocks of one row for every op that launches them. Empty:
+# ("adjoint_kernel",) would give the returns' adjoint 4 warps (GAE's already has them) while their
+# forward keeps MAX_WARPS, which run 22c measured as their fwd+bwd 1.02-1.05x faster when every
+# launch took 4 warps, their forward 0.85-0.98x; the adjoint alone is untimed (ab_caps.sh).
+ONE_ROW_BLOCK_KERNELS: tuple[str, ...] = ()
 # The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
 # steps are half the bytes: VEC 8 loads 8 bf16 steps with one ld.global.v4. Run 9 (benchmark,
 # bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
@@ -452,6 +457,19 @@ ROW_REGISTERS: dict[str, dict[tuple[int, int], int]] = {
 }
 
 
+# Registers a thread for the passes of rows split in two or three launches ({kernel: {(PHASE 1 or
+# 2, block steps, block rows, warps): cap}}; either layout, not float64; absent: no cap). Empty: the
+# caps below were compiled (benchmarks.kernel_resources --launch, triton 3.6 and 3.9), not timed
+# (tune_h200.md, "Prepared for the next GPU session: waves and register caps"; timed by
+# tests/gpu_runs/ab_caps.sh). V-trace's adjoint PHASE 2 in time-major column blocks ([4, 256], 8
+# warps) holds 71 registers (76 in bfloat16), three blocks an SM: its 512 programs at 4096x1024,
+# 1024x4096 and 512x4096 take 1.29 waves, and it took 63.0 of fwd+bwd's 145.4 us at 4096x1024 under
+# Nsight Compute (run 18b). Capped at 64 (8-16 B of spill), four blocks fit: 0.97 waves. In long
+# rows' blocks ([512, 4], [2048, 1], [256, 8]) it holds 146-159 registers, one block an SM; at 128,
+# two (0-68 B of spill).
+SPLIT_REGISTERS: dict[str, dict[tuple[int, int, int, int], int]] = {}
+
+
 class Geometry(NamedTuple):
     """A per-step array of shape (*outer, T, *inner) viewed as [OUTER, T, INNER] without a copy."""
 
@@ -496,6 +514,7 @@ def plan(
     time_major_warps: int = 0,
     column_bt: int = 0,
     block_elems: int = 0,
+    kernel: str = "",
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
@@ -509,6 +528,7 @@ def plan(
     `column_bt` replaces COLUMN_BT, the steps a chunk of time-major column blocks.
     `block_elems` replaces BLOCK_ELEMS for batch-major rows of VEC_MIN_BT to MAX_BT steps that load
     as vectors (BLOCK_ELEMS_16BIT).
+    `kernel`: the kernel's name, for ONE_ROW_BLOCK_KERNELS.
     """
     if vector_split is None:
         vector_split = 0 if VECTOR_LOOKBACK else VECTOR_SPLIT_ELEMS
@@ -523,7 +543,7 @@ def plan(
         if T <= MAX_BT:
             wide = block_elems and T >= VEC_MIN_BT and _vector_rows(g, narrow)
             BT, BB = t2, min(n2, max(1, (block_elems if wide else BLOCK_ELEMS) // t2))
-            if BB == 1 and op in ONE_ROW_BLOCK_OPS:
+            if BB == 1 and (op in ONE_ROW_BLOCK_OPS or kernel in ONE_ROW_BLOCK_KERNELS):
                 max_warps = ONE_ROW_BLOCK_WARPS
         elif T <= MAX_BT_WHOLE_ROWS and N >= MIN_ROWS_WHOLE:
             BT, BB = t2, 1  # enough rows to fill the GPU: each program scans whole rows
@@ -634,6 +654,11 @@ def carry_blocks(nseg: int, N: int) -> tuple[int, int]:
     return kc, min(next_pow2(N), rows)
 
 
+def split_registers(kernel: str, phase: int, p: Plan, f64: bool) -> int:
+    """SPLIT_REGISTERS' cap for a pass (PHASE 1 or 2) of a split launch of `kernel` under plan p (0: none)."""
+    return 0 if f64 else SPLIT_REGISTERS.get(kernel, {}).get((phase, p.BT, p.BB, p.num_warps), 0)
+
+
 def fold_rounds(p: Plan) -> int:
     """For a plan split in three launches that the two-launch split takes (FOLD_CARRY_ELEMS): the
     composites PHASE 2 folds a round (KP); else 0."""
@@ -715,21 +740,25 @@ def scan_call(
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
     `vector_split`, `whole_row_warps`, `time_major_warps` and `column_bt` go to `plan`.
     Batch-major rows scanned whole in blocks of one row, not in float64, take ROW_REGISTERS' cap
-    for the kernel, block and warps (the constexpr MAXNREG, custom_call.max_registers); every
-    other launch MAXNREG = 0.
+    for the kernel, block and warps (the constexpr MAXNREG, custom_call.max_registers), and the two
+    passes of split rows SPLIT_REGISTERS' for the kernel, pass, block and warps; every other launch
+    MAXNREG = 0.
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
-    block_elems = wide_blocks(kernel.fn.__name__, g, narrow)
-    p = plan(g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt, block_elems)
+    name = kernel.fn.__name__
+    block_elems = wide_blocks(name, g, narrow)
+    p = plan(
+        g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt, block_elems, name
+    )
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
     # caps measured on float32 and bfloat16 inputs; float64 scans hold twice the registers a value
     whole = g.layout == 1 and p.BB == 1 and p.nseg == 1 and p.cps == 1 and not f64
-    cap = ROW_REGISTERS.get(kernel.fn.__name__, {}).get((p.BT, p.num_warps), 0) if whole else 0
+    cap = ROW_REGISTERS.get(name, {}).get((p.BT, p.num_warps), 0) if whole else 0
     meta[custom_call.MAX_REGISTERS_PARAM] = cap
     sizes = [g.N, g.T, g.inner, p.cps, *scalars]
     holes = [placeholder()] * len(outputs)
@@ -771,7 +800,11 @@ def scan_call(
         args=[*inputs, inputs[0], *sizes],
         out_shapes=[*holes, *summaries, placeholder()],
         PHASE=1,
-        **{**meta, "WALK_BACK": kernel.fn.__name__ in SUMMARY_WALK_BACK},
+        **{
+            **meta,
+            "WALK_BACK": name in SUMMARY_WALK_BACK,
+            custom_call.MAX_REGISTERS_PARAM: split_registers(name, 1, p, f64),
+        },
     )[len(outputs) : len(outputs) + 2]
     if kp:
         cin = summary[0]
@@ -797,7 +830,7 @@ def scan_call(
         args=[*inputs, cin, *sizes],
         out_shapes=[*outputs, *[placeholder()] * 3],
         PHASE=2,
-        **{**meta, "STREAM": STREAM_STORES},
+        **{**meta, "STREAM": STREAM_STORES, custom_call.MAX_REGISTERS_PARAM: split_registers(name, 2, p, f64)},
     )
     return outs[: len(outputs)]
 
