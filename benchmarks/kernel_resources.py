@@ -31,6 +31,8 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
+import functools
+import itertools
 import json
 import os
 import re
@@ -205,65 +207,71 @@ def run(
     layouts: Sequence[str],
     modes: Sequence[str],
     log=print,
+    dtypes: Sequence[str] = ("float32",),
 ) -> list[dict]:
     cache: dict[tuple, dict] = {}
     records = []
     for n, t in grid:
         for layout in layouts:
-            for op in ops:
-                for mode in modes:
-                    launches = case_launches(op, n, t, layout, mode)
-                    rows = []
-                    for launch in launches:
-                        if launch.variant_key not in cache:
-                            cache[launch.variant_key] = compile_resources(launch)
-                        res = cache[launch.variant_key]
-                        occ = occupancy(res["registers"], res["shared_bytes"], launch.num_warps)
-                        c = dict(launch.constexprs)
-                        programs = 1
-                        for g in launch.grid:
-                            programs *= g
-                        rows.append(
-                            {
-                                "kernel": launch.kernel.fn.__name__,
-                                "phase": c.get("PHASE"),
-                                "BT": c.get("BT"),
-                                "BB": c.get("BB"),
-                                "num_warps": launch.num_warps,
-                                "programs": programs,
-                                **res,
-                                **occ,
-                                "waves": programs / (occ["blocks_per_sm"] * SM_COUNT),
-                            }
-                        )
-                    rec = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "dtype": "float32"}
-                    rec["launches"] = rows
-                    records.append(rec)
-                    main = rows[-1] if rows else None
-                    if main is not None:
-                        log(
-                            f"{op:>18} {n}x{t} {layout:>11} {mode:>7}: {len(rows)} launches; last "
-                            f"{main['kernel']} P{main['phase']} [{main['BT']},{main['BB']}] w{main['num_warps']} "
-                            f"regs {main['registers']} spill {main['spill_store_bytes']} smem {main['shared_bytes']} "
-                            f"occ {main['occupancy']:.2f} ({main['limited_by']}) waves {main['waves']:.2f}"
-                        )
+            for op, mode, dtype in itertools.product(ops, modes, dtypes):
+                launches = case_launches(op, n, t, layout, mode, dtype)
+                rows = []
+                for launch in launches:
+                    if launch.variant_key not in cache:
+                        cache[launch.variant_key] = compile_resources(launch)
+                    res = cache[launch.variant_key]
+                    occ = occupancy(res["registers"], res["shared_bytes"], launch.num_warps)
+                    c = dict(launch.constexprs)
+                    programs = 1
+                    for g in launch.grid:
+                        programs *= g
+                    rows.append(
+                        {
+                            "kernel": launch.kernel.fn.__name__,
+                            "phase": c.get("PHASE"),
+                            "BT": c.get("BT"),
+                            "BB": c.get("BB"),
+                            "num_warps": launch.num_warps,
+                            "programs": programs,
+                            **res,
+                            **occ,
+                            "waves": programs / (occ["blocks_per_sm"] * SM_COUNT),
+                        }
+                    )
+                rec = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "dtype": dtype}
+                rec["launches"] = rows
+                records.append(rec)
+                main = rows[-1] if rows else None
+                if main is not None:
+                    log(
+                        f"{op:>18} {n}x{t} {layout:>11} {mode:>7} {dtype}: {len(rows)} launches; last "
+                        f"{main['kernel']} P{main['phase']} [{main['BT']},{main['BB']}] w{main['num_warps']} "
+                        f"regs {main['registers']} spill {main['spill_store_bytes']} smem {main['shared_bytes']} "
+                        f"occ {main['occupancy']:.2f} ({main['limited_by']}) waves {main['waves']:.2f}"
+                    )
     return records
 
 
 def markdown(head: dict, records: Sequence[dict]) -> str:
+    """The launches as a table; a dtype column where the records hold more than float32."""
+    dtypes = sorted({r["dtype"] for r in records}) or ["float32"]
+    typed = dtypes != ["float32"]
+    launch = head.get("launch")
     lines = [
         f"Kernels of each benchmark case compiled for sm_90 with triton {head['triton']} "
-        f"({head['date'][:10]}, commit {head.get('commit') or '?'}); float32; theoretical occupancy of an "
-        "H100/H200 SM (see benchmarks/kernel_resources.py). Not measured times.",
+        f"({head['date'][:10]}, commit {head.get('commit') or '?'}); {', '.join(dtypes)}; theoretical occupancy of an "
+        "H100/H200 SM (see benchmarks/kernel_resources.py). Not measured times."
+        + (f" Launch constants overridden (--launch): {launch}." if launch else ""),
         "",
-        "| op | N×T | layout | mode | kernel, phase | block [BT, BB] | warps | programs | regs | spill B | smem B "
-        "| warps/SM (limit) | waves |",
-        "|---|---|---|---|---|---|---:|---:|---:|---:|---:|---|---:|",
+        "| op | N×T | layout | mode |" + (" dtype |" if typed else "") + " kernel, phase | block [BT, BB] | warps "
+        "| programs | regs | spill B | smem B | warps/SM (limit) | waves |",
+        "|---|---|---|---|" + ("---|" if typed else "") + "---|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in records:
+        mode = f"{r['mode']} | {r['dtype']}" if typed else r["mode"]
         for x in r["launches"]:
             lines.append(
-                f"| {r['op']} | {r['N']}×{r['T']} | {r['layout']} | {r['mode']} | {x['kernel']} P{x['phase']} "
+                f"| {r['op']} | {r['N']}×{r['T']} | {r['layout']} | {mode} | {x['kernel']} P{x['phase']} "
                 f"| [{x['BT']}, {x['BB']}] | {x['num_warps']} | {x['programs']} | {x['registers']} "
                 f"| {x['spill_store_bytes']} | {x['shared_bytes']} | {x['warps_per_sm']} ({x['limited_by']}) "
                 f"| {x['waves']:.2f} |"
@@ -278,7 +286,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shapes", help="NxT,NxT (default: the benchmark grid)")
     ap.add_argument("--layouts", default=",".join(shapes.LAYOUTS))
     ap.add_argument("--modes", default=",".join(shapes.MODES))
+    ap.add_argument("--dtypes", default="float32", help="comma list of float32, bfloat16 (the floating inputs)")
+    ap.add_argument(
+        "--launch",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a launch constant of rlscan_jax's Triton plans, as benchmarks.run's --launch (recorded)",
+    )
     args = ap.parse_args(argv)
+    from benchmarks.run import _launch_override, launch_record
+    from rlscan_jax._src.triton import launch
+
+    overrides = [_launch_override(item, ap) for item in args.launch]
+    for name, value in overrides:  # before anything is traced: plans are made at trace time
+        setattr(launch, name, value)
     grid = shapes.GRID
     if args.shapes:
         grid = tuple(tuple(int(v) for v in s.split("x")) for s in args.shapes.split(","))
@@ -291,9 +313,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target": "sm_90",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": os.environ.get("RLSCAN_COMMIT"),
+        **({"launch": launch_record(overrides)} if overrides else {}),
     }
+    log = functools.partial(print, flush=True)
     records = run(
-        args.ops.split(","), grid, args.layouts.split(","), args.modes.split(","), log=lambda s: print(s, flush=True)
+        args.ops.split(","), grid, args.layouts.split(","), args.modes.split(","), log, args.dtypes.split(",")
     )
     with open(args.out, "w") as f:
         json.dump([head, *records], f, indent=1)

@@ -437,6 +437,29 @@ def test_kernel_resources_records_launches():
     ]
 
 
+def test_kernel_resources_dtypes_and_launch_overrides(tmp_path, monkeypatch):
+    """--dtypes compiles each case's launches for every dtype asked (a dtype column in the table),
+    and --launch overrides a launch constant before tracing, recorded in the header, as benchmarks.run
+    does; a name that is not a launch constant is refused."""
+    pytest.importorskip("triton")
+    from benchmarks import kernel_resources as kr
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "MAX_WARPS", launch.MAX_WARPS)  # restored after the override
+    out = tmp_path / "kr.json"
+    argv = ["--out", str(out), "--ops", "gae", "--shapes", "64x128", "--layouts", "batch_major", "--modes", "fwd"]
+    assert kr.main([*argv, "--dtypes", "float32,bfloat16", "--launch", "MAX_WARPS=2"]) == 0
+    head, *records = json.loads(out.read_text())
+    assert head["launch"] == {"MAX_WARPS": 2}
+    assert [r["dtype"] for r in records] == ["float32", "bfloat16"]
+    assert all(x["num_warps"] == 2 for r in records for x in r["launches"])
+    table = (tmp_path / "kr.md").read_text()
+    assert "| mode | dtype |" in table and "| fwd | bfloat16 | gae_kernel P0 |" in table
+    assert "--launch): {'MAX_WARPS': 2}" in table
+    with pytest.raises(SystemExit):
+        kr.main([*argv, "--launch", "NOT_A_CONSTANT=1"])
+
+
 @pytest.mark.parametrize("k, unroll", [(1, 1), (5, 1), (9, 4), (13, 3), (1, 2)])
 def test_make_loop_keeps_every_call(k, unroll):
     # The compiled loop holds one call before the loop and `unroll` in its body: a call whose
