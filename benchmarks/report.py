@@ -21,6 +21,7 @@ Cases that failed the correctness gate carry no time and never count as a speed-
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -305,24 +306,42 @@ def _name(r: dict) -> str:
 
 
 class _Check:
-    """Collects the cases of one target: passed, missed (a failed gate misses), or not measured."""
+    """Collects the cases of one target: passed, missed (a failed gate misses), or not measured.
 
-    def __init__(self, title: str, fmt: str):
-        self.title, self.fmt = title, fmt
+    A case passes where its value is at least `level` (at_least), or at most `level`; a missed
+    case needs its value to change by the factor `level / value` (or `value / level`) to pass."""
+
+    def __init__(self, title: str, fmt: str, level: float, at_least: bool = True):
+        self.title, self.fmt, self.level, self.at_least = title, fmt, level, at_least
         self.items: list[tuple[str, float | None, bool]] = []
         self.unmeasured = 0
 
-    def add(self, name: str, value: float | None, passed: bool) -> None:
-        self.items.append((name, value, passed))
+    def passes(self, value: float) -> bool:
+        return value >= self.level if self.at_least else value <= self.level
 
-    def add_value(self, r: dict, value: float | None, ok) -> None:
+    def add(self, name: str, value: float | None) -> None:
+        """A case's value (None: it failed the gate, which misses)."""
+        self.items.append((name, value, value is not None and self.passes(value)))
+
+    def add_value(self, r: dict, value: float | None) -> None:
         """A value computed from case `r` (None: not measured, unless `r` failed, which misses)."""
         if r["status"] != "ok":
-            self.add(_name(r), None, False)
+            self.add(_name(r), None)
         elif value is None:
             self.unmeasured += 1
         else:
-            self.add(_name(r), value, ok(value))
+            self.add(_name(r), value)
+
+    def factor(self, value: float | None) -> float | None:
+        """How many times better a missed case's value must get to pass (None: it failed the gate)."""
+        if value is None:
+            return None
+        return self.level / value if self.at_least else value / self.level
+
+    def missed(self) -> list[tuple[str, float | None, bool]]:
+        """The missed cases, the farthest from the target first (failed ones before them)."""
+        out = [i for i in self.items if not i[2]]
+        return sorted(out, key=lambda i: -math.inf if i[1] is None else -self.factor(i[1]))
 
     def result(self) -> tuple[str, str]:
         if not self.items:
@@ -345,6 +364,11 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
     Fractions of the bandwidth limit use device time only. A case that failed the gate counts
     as missed; a case without the needed times as not measured.
     """
+    return [c.result() for c in _checks(records, subject)]
+
+
+def _checks(records: Sequence[dict], subject: str) -> list[_Check]:
+    """Every target's cases (see `targets`)."""
     idx = _index(records)
     checks = []
 
@@ -357,35 +381,35 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
         return idx.get((k["op"], k["impl"], k["layout"], k["dtype"], r["N"], r["T"], k["mode"]))
 
     big = {"N": lambda r: r["N"] * r["T"] >= BIG}
-    c = _Check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", ".0%")
+    c = _Check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", ".0%", 0.8)
     for r in _rows(records, subject, dtype="float32", mode="fwd", **big):
-        c.add_value(r, device_fraction(r), lambda v: v >= 0.8)
+        c.add_value(r, device_fraction(r))
     checks.append(c)
-    c = _Check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", ".0%")
+    c = _Check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", ".0%", 0.6)
     for r in _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in SHORT_LONG):
-        c.add_value(r, device_fraction(r), lambda v: v >= 0.6)
+        c.add_value(r, device_fraction(r))
     checks.append(c)
     for base, level in (("associative", 3.0), ("sequential", 50.0)):
-        c = _Check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", ".3g")
+        c = _Check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", ".3g", level)
         for r in _rows(records, subject, T=lambda r: r["T"] >= 128):
             b = other(r, impl=base)
             if b is not None and b["status"] == "ok":
-                c.add_value(r, speedup(r, b), lambda v, level=level: v >= level)
+                c.add_value(r, speedup(r, b))
         checks.append(c)
-    c = _Check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", ".0%")
+    c = _Check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", ".0%", 0.5)
     for r in _rows(records, subject, mode="fwd+bwd", **big):
-        c.add_value(r, device_fraction(r), lambda v: v >= 0.5)
+        c.add_value(r, device_fraction(r))
     checks.append(c)
-    c = _Check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", ".2f")
+    c = _Check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", ".2f", 0.65, at_least=False)
     for r in _rows(records, subject, dtype="bfloat16", **big):
         f = other(r, dtype="float32")
         if f is not None and f["status"] != "ok":
-            c.add(_name(f), None, False)
+            c.add(_name(f), None)
         elif f is not None:
             ratio = r["device_us"] / f["device_us"] if r.get("device_us") and f.get("device_us") else None
-            c.add_value(r, ratio, lambda v: v <= 0.65)
+            c.add_value(r, ratio)
     checks.append(c)
-    c = _Check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", ".2f")
+    c = _Check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", ".2f", 0.9)
     for layout in shapes.LAYOUTS:
         for dtype in shapes.DTYPES:
             for mode in shapes.MODES:
@@ -395,22 +419,59 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
                     continue
                 name = f"retrace {layout} {dtype} {mode}"
                 if any(r["status"] != "ok" for r in long + short):
-                    c.add(name, None, False)
+                    c.add(name, None)
                     continue
                 lf = [f for f in map(device_fraction, long) if f is not None]
                 sf = [f for f in map(device_fraction, short) if f is not None]
                 if lf and sf:
-                    ratio = (sum(lf) / len(lf)) / (sum(sf) / len(sf))
-                    c.add(name, ratio, ratio >= 0.9)
+                    c.add(name, (sum(lf) / len(lf)) / (sum(sf) / len(sf)))
                 else:
                     c.unmeasured += 1
     checks.append(c)
-    c = _Check("in-jit ≤ 1.5× device time at N·T ≥ 2^22", ".2f")
+    c = _Check("in-jit ≤ 1.5× device time at N·T ≥ 2^22", ".2f", 1.5, at_least=False)
     for r in _rows(records, subject, **big):
         ratio = r["injit_us"] / r["device_us"] if r.get("injit_us") and r.get("device_us") else None
-        c.add_value(r, ratio, lambda v: v <= 1.5)
+        c.add_value(r, ratio)
     checks.append(c)
-    return [c.result() for c in checks]
+    return checks
+
+
+def targets_markdown(head: dict, records: Sequence[dict], subject: str = "triton", source: str = "") -> str:
+    """Every target with its status, and every missed case with its value and the factor by which it
+    must get better to pass (the farthest first): what `--targets` prints, in full."""
+    lines = [
+        f"# Performance targets: {subject}",
+        "",
+        f"Device: {head.get('device')}; jax {head.get('jax')}, triton {head.get('triton')}, "
+        f"jax-triton {head.get('jax_triton')}" + (f"; from `{source}`" if source else "") + ". Generated by "
+        "`python -m benchmarks.report RESULTS --targets-md OUT`. Each target's text is in issue 4 and "
+        '`benchmarks/README.md`; "needs" is the factor by which a missed case\'s value must improve to pass '
+        "(its time, fraction or ratio), FAILED a case that failed the correctness gate.",
+        "",
+        "| target | status | cases passing |",
+        "|---|---|---|",
+    ]
+    checks = _checks(records, subject)
+    for c in checks:
+        status, _ = c.result()
+        passing = f"{len(c.items) - len(c.missed())}/{len(c.items)}" if c.items else "–"
+        lines.append(f"| {c.title} | {status} | {passing} |")
+    for c in checks:
+        missed = c.missed()
+        if not missed:
+            continue
+        lines += ["", f"## {c.title}: {len(missed)} missed", ""]
+        by = {}
+        for name, _, _ in missed:  # names: op NxT layout dtype mode (retrace's: retrace layout dtype mode)
+            key = " ".join(w for w in name.split()[1:] if not w[0].isdigit())
+            by[key] = by.get(key, 0) + 1
+        lines.append("Missed by layout, dtype and mode: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) + ".")
+        lines += ["", "| case | value | needs |", "|---|---|---|"]
+        for name, value, _ in missed:
+            shown = "FAILED" if value is None else format(value, c.fmt)
+            needs = c.factor(value)
+            lines.append(f"| {name} | {shown} | {'' if needs is None else f'{needs:.2f}×'} |")
+    return "\n".join(lines) + "\n"
 
 
 def floor_summary(records: Sequence[dict], floor: Sequence[dict], subject: str = "triton") -> list[str]:
@@ -449,6 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--merged-out", help="also write the merged results JSON here")
     p.add_argument("--targets", action="store_true", help="print which performance targets are met / missed")
     p.add_argument("--strict", action="store_true", help="with --targets: exit 1 if any target is missed")
+    p.add_argument("--targets-md", help="write every target and every missed case (with the factor it needs) here")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--copy-floor", help="benchmarks.copy_floor's JSON: a vs-copy column, and the floor with --targets")
     a = p.parse_args(argv)
@@ -469,6 +531,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not a.no_plot:
         print(f"wrote {plot(head, records, os.path.join(out_dir, f'{stem}_bandwidth.png'), a.subject)}")
     code = 0
+    if a.targets_md:
+        with open(a.targets_md, "w") as f:
+            f.write(targets_markdown(head, records, a.subject or "triton", " + ".join(a.results)))
+        print(f"wrote {a.targets_md}")
     if a.targets:
         subject = a.subject or "triton"
         print(f"\nTargets for {subject} on {head.get('device')}:")

@@ -281,6 +281,44 @@ def test_targets_on_made_up_records():
     assert device and frac == pytest.approx(0.85)
 
 
+def test_targets_markdown_lists_every_miss_with_its_factor(tmp_path):
+    """--targets-md: every target's status, and every missed case, farthest first, with the factor
+    by which its value must improve to pass (level / value for "at least" targets, value / level for
+    "at most"); a failed case is listed as FAILED."""
+    records = [
+        _record("triton", 4096, 1024, fraction=0.85),
+        _record("triton", 1024, 4096, fraction=0.40),  # needs 2x to reach 80 %
+        _record("triton", 16384, 512, fraction=0.64),  # needs 1.25x
+        _record("triton", 8192, 512, status="failed"),
+        _record("triton", 4096, 1024, dtype="bfloat16", fraction=0.85),  # 0.52x the fp32 time: passes
+        # 0.8x the fp32 time: needs 0.8 / 0.65
+        _record(
+            "triton",
+            16384,
+            512,
+            dtype="bfloat16",
+            device=0.8 * _record("triton", 16384, 512, fraction=0.64)["device_us"],
+        ),
+    ]
+    text = report.targets_markdown({"device": "made up"}, records)
+    assert "| fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22 | MISSED | 1/4 |" in text
+    assert "| bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22 | MISSED | 1/2 |" in text
+    rows = [line for line in text.splitlines() if line.startswith("| gae ")]
+    assert rows[:3] == [
+        "| gae 8192x512 time_major float32 fwd | FAILED |  |",
+        "| gae 1024x4096 time_major float32 fwd | 40% | 2.00× |",
+        "| gae 16384x512 time_major float32 fwd | 64% | 1.25× |",
+    ]
+    assert f"| gae 16384x512 time_major bfloat16 fwd | 0.80 | {0.8 / 0.65:.2f}× |" in rows
+    assert "Missed by layout, dtype and mode: time_major float32 fwd 3." in text
+    assert "| ≥ 50× faster than sequential (in-jit) at T ≥ 128 | NOT MEASURED | – |" in text
+    results = tmp_path / "r.json"
+    run.write_results(str(results), {"record": "header", "device": "made up"}, records)
+    out = tmp_path / "t.md"
+    assert report.main([str(results), "--no-plot", "--out-dir", str(tmp_path), "--targets-md", str(out)]) == 0
+    assert out.read_text() == report.targets_markdown({"device": "made up"}, records, source=str(results))
+
+
 def test_copy_floor_curve_and_report(tmp_path, capsys):
     """benchmarks.copy_floor runs (wall clock on the CPU), its sizes double per_octave times an
     octave, its interpolation is log-log linear, and the report's vs-copy column and floor lines
