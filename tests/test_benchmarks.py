@@ -319,6 +319,18 @@ def test_targets_markdown_lists_every_miss_with_its_factor(tmp_path):
     assert out.read_text() == report.targets_markdown({"device": "made up"}, records, source=str(results))
 
 
+def test_committed_targets_match_the_committed_results():
+    """results/h200_targets.md is what --targets-md makes of results/h200.json (regenerate it after a
+    merge: benchmarks/README.md)."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    source = "benchmarks/results/h200.json"
+    head, records = report.load([os.path.join(root, source)])
+    with open(os.path.join(root, "benchmarks/results/h200_targets.md")) as f:
+        assert f.read() == report.targets_markdown(head, records, source=source)
+
+
 def test_copy_floor_curve_and_report(tmp_path, capsys):
     """benchmarks.copy_floor runs (wall clock on the CPU), its sizes double per_octave times an
     octave, its interpolation is log-log linear, and the report's vs-copy column and floor lines
