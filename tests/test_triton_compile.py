@@ -6,6 +6,7 @@ A kernel that does not compile for the GPU fails CI here, before anyone reaches 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 import jax
@@ -249,6 +250,82 @@ def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
             arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
             jax.eval_shape(lambda a: cases.call(inp, "triton", {**inp.args, **a}), arrays)
     return seen
+
+
+def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256):
+    """The operations on arrays of n·t elements or more, outside the kernels' launches, in the traced
+    forward pass and in the inputs' gradients (the loss's own operations aside): "primitive [shapes]"
+    of each. A reshape is a view, and a slice that reads a row of a large array (its output small)
+    no pass; anything else that writes or reads a whole array is a pass over memory around the
+    kernels (a copy, a transpose, a conversion, a broadcast, a reduction)."""
+    fake, loss_scope, big = "rlscan_test_launch", "rlscan_test_loss", n * t
+    views, row_reads = {"reshape", "squeeze", "expand_dims"}, {"slice", "dynamic_slice"}
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        with jax.named_scope(fake):  # outputs that depend on every argument, so none is dropped
+            dep = sum(a.reshape(-1)[0].astype(jnp.float32) * 0.0 for a in args if hasattr(a, "dtype"))
+            return [(jnp.zeros(o.shape, jnp.float32) + dep).astype(o.dtype) for o in out_shapes]
+
+    def size(v):
+        return math.prod(v.aval.shape) if hasattr(getattr(v, "aval", None), "shape") else 0
+
+    def inner(e):
+        for p in e.params.values():
+            for q in p if isinstance(p, (tuple, list)) else [p]:
+                q = getattr(q, "jaxpr", q)
+                if hasattr(q, "eqns"):
+                    yield q
+
+    def walk(jaxpr, found):
+        for e in jaxpr.eqns:
+            subs = list(inner(e))
+            for sub in subs:
+                walk(sub, found)
+            scope = str(e.source_info.name_stack)
+            if subs or e.primitive.name in views or fake in scope or loss_scope in scope:
+                continue
+            writes = max(map(size, e.outvars), default=0) >= big
+            reads = max(map(size, e.invars), default=0) >= big and e.primitive.name not in row_reads
+            if writes or reads:
+                found.append(f"{e.primitive.name} {[str(v.aval) for v in e.outvars]}")
+        return found
+
+    inp = cases.build(op, mode, t, (n,), axis, dtype=dtype)
+    arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
+
+    def loss(a):
+        outs = cases.call(inp, "triton", {**inp.args, **a})
+        with jax.named_scope(loss_scope):
+            return sum(jnp.sum(o.astype(jnp.float32)) for o in outs)
+
+    with triton_variants.recording(on_launch):
+        forward = jax.make_jaxpr(lambda a: cases.call(inp, "triton", {**inp.args, **a}))(arrays)
+        grads = jax.make_jaxpr(jax.grad(loss))({k: inp.args[k] for k in inp.float_names()})
+    return walk(forward.jaxpr, []), walk(grads.jaxpr, [])
+
+
+@pytest.mark.parametrize("op", cases.OP_NAMES)
+def test_no_passes_around_the_kernels(op):
+    """Every mode of every op, both layouts, float32 and bfloat16: the forward pass and the inputs'
+    gradients touch the per-step arrays only through the kernels (no transpose for a layout, no
+    conversion of 16-bit inputs or gradients, no copy), with two known exceptions:
+    - linear_scan's b of a smaller shape than a (mode rev-bcast) is broadcast to a's shape before
+      the kernel reads it (and its gradient summed back over the broadcast axes);
+    - eligibility traces' gradient for a given initial trace (modes feat, nodone) scales u's first
+      row by γλ in float32, so u is scanned in float32 and converted for 16-bit inputs."""
+    for mode in cases.OPS[op].modes:
+        for axis in (0, -1):
+            for dtype in (np.float32, cases.DTYPES["bf16"]):
+                forward, grads = _passes_outside_launches(op, mode, axis, dtype)
+                name = np.dtype(dtype).name
+                if op == "linear_scan" and mode == "rev-bcast":
+                    assert [p.split()[0] for p in forward] == ["broadcast_in_dim"], (mode, axis, name, forward)
+                    assert sorted(p.split()[0] for p in grads) == ["broadcast_in_dim", "reduce_sum"], grads
+                    continue
+                if op == "eligibility_traces" and mode in ("feat", "nodone") and name == "bfloat16":
+                    assert [p.split()[0] for p in grads] == ["convert_element_type"], (mode, axis, grads)
+                    grads = []
+                assert forward == [] and grads == [], (mode, axis, name, forward, grads)
 
 
 def test_16bit_batch_major_rows_take_their_kernels_blocks():

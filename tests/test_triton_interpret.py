@@ -922,3 +922,45 @@ def test_empty_batch(op):
     inp = case.build()
     for got, want in zip(cases.call(inp, "triton"), cases.call(inp, "associative"), strict=True):
         assert got.shape == want.shape and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_traces_adjoint_scans_16bit_gradients_in_their_dtype(reverse, dtype):
+    """Episodic sums' fused backward scans u straight into the inputs' 16-bit dtype where only the
+    inputs' and an unscaled initial value's gradients need it (no float32 u converted after the
+    scan): the inputs' gradient is the float32 u (the launcher's store_u path) rounded as a kernel
+    stores it (sm_90: cvt.rn, as XLA's convert; Triton's interpreter truncates bfloat16), and the
+    initial value's is that gradient's edge row, zero where a reverse window's last step is done."""
+    import triton
+    import triton.language as tl
+
+    from rlscan_jax._src.triton import launch
+    from rlscan_jax._src.triton.launchers import adjoint
+
+    @triton.jit
+    def round_kernel(x_ptr, n, y_ptr, N: tl.constexpr):  # a float32 array stored as the kernels store
+        o = tl.arange(0, N)
+        tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n).to(y_ptr.dtype.element_ty), mask=o < n)
+
+    dt = cases.DTYPES[dtype]
+    rng = np.random.default_rng(7)
+    g = jnp.asarray(rng.normal(size=(37, 3)), dt)
+    done = rng.random((37, 3)) < 0.2
+    x = {"g": g, "done": jnp.asarray(done)}
+    kw = dict(axis=0, reverse=reverse, grads=(("initial", jnp.dtype(dt)), ("inputs", jnp.dtype(dt))))
+    narrow, none = adjoint._traces("episodic_cumsum", x, None, None, store_u=False, **kw)
+    wide, u = adjoint._traces("episodic_cumsum", x, None, None, store_u=True, **kw)
+    assert none is None and u.dtype == jnp.float32 and wide["inputs"].dtype == dt
+    (rounded,) = launch.call(
+        round_kernel,
+        grid=(1,),
+        args=[u.reshape(-1), u.size],
+        out_shapes=[jax.ShapeDtypeStruct((u.size,), dt)],
+        N=launch.next_pow2(u.size),
+    )
+    assert narrow["inputs"].dtype == narrow["initial"].dtype == dt
+    got = np.asarray(narrow["inputs"], np.float32)
+    np.testing.assert_array_equal(got, np.asarray(rounded, np.float32).reshape(u.shape))
+    edge = got[-1 if reverse else 0] * ~(done[-1] & reverse)
+    np.testing.assert_array_equal(np.asarray(narrow["initial"], np.float32), edge)

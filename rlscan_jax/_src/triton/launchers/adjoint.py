@@ -182,6 +182,12 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     grads = dict(grads)
     g, done = x["g"], x["done"]
     dtype = jnp.float64 if jnp.dtype(grads["inputs"]) == jnp.float64 else jnp.float32
+    # u in the inputs' gradient dtype (no conversion pass after the scan) unless something needs it
+    # wider: the parameters' gradients (store_u), or the initial value's where γλ scales it or its
+    # dtype is not the inputs'. An unscaled edge of a 16-bit u is the 16-bit rounding of the wide
+    # u's edge, the same bits.
+    initial = jnp.dtype(grads.get("initial", grads["inputs"]))
+    wide = store_u or ("initial" in grads and (gamma is not None or initial != jnp.dtype(grads["inputs"])))
     u, _ = linear._forward(
         op,
         g,
@@ -192,7 +198,7 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         initial=None,
         axis=axis,
         reverse=not reverse,
-        out_dtype=dtype if store_u or "initial" in grads else grads["inputs"],
+        out_dtype=dtype if wide else grads["inputs"],
     )
     out = {"inputs": u.astype(grads["inputs"])}
     if "initial" in grads:
@@ -200,7 +206,9 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         # step is not done, initial to a_{T-1} (reverse).
         edge = common.take_time(u, axis, -1 if reverse else 0)
         if gamma is not None:  # γλ at t = 0 (a row's own value where vmap batched it)
-            decay = common.take_time(jnp.broadcast_to(gamma * lam, g.shape if done is None else done.shape), axis, 0)
+            decay = gamma * lam
+            if decay.ndim:
+                decay = common.take_time(jnp.broadcast_to(decay, g.shape if done is None else done.shape), axis, 0)
             edge = jnp.reshape(decay, decay.shape + (1,) * (edge.ndim - decay.ndim)).astype(u.dtype) * edge
         if reverse and done is not None:
             last = common.take_time(common.flag(done), axis, -1)
