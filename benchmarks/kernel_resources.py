@@ -280,6 +280,8 @@ def markdown(head: dict, records: Sequence[dict]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from benchmarks import run as run_module  # late: it imports the whole harness
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="JSON path; a .md table is written beside it")
     ap.add_argument("--ops", default=",".join(shapes.OPS))
@@ -287,20 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--layouts", default=",".join(shapes.LAYOUTS))
     ap.add_argument("--modes", default=",".join(shapes.MODES))
     ap.add_argument("--dtypes", default="float32", help="comma list of float32, bfloat16 (the floating inputs)")
-    ap.add_argument(
-        "--launch",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override a launch constant of rlscan_jax's Triton plans, as benchmarks.run's --launch (recorded)",
-    )
+    run_module.add_launch_option(ap, "recorded in the header")
     args = ap.parse_args(argv)
-    from benchmarks.run import _launch_override, launch_record
-    from rlscan_jax._src.triton import launch
-
-    overrides = [_launch_override(item, ap) for item in args.launch]
-    for name, value in overrides:  # before anything is traced: plans are made at trace time
-        setattr(launch, name, value)
+    overrides = [run_module._launch_override(item, ap) for item in args.launch]
+    run_module.set_launch(overrides)
     grid = shapes.GRID
     if args.shapes:
         grid = tuple(tuple(int(v) for v in s.split("x")) for s in args.shapes.split(","))
@@ -313,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target": "sm_90",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": os.environ.get("RLSCAN_COMMIT"),
-        **({"launch": launch_record(overrides)} if overrides else {}),
+        **({"launch": run_module.launch_record(overrides)} if overrides else {}),
     }
     log = functools.partial(print, flush=True)
     records = run(

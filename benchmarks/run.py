@@ -1066,14 +1066,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--trace-dir", help="keep the profiler traces here (default: temporary, removed)")
     p.add_argument("--plan", action="store_true", help="print the units of this part and their rough cost; run nothing")
-    p.add_argument(
-        "--launch",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override a launch constant of rlscan_jax's Triton plans (e.g. VECTOR_SPLIT_ELEMS=0), for tuning "
-        "runs; recorded in the header and in every record",
-    )
+    add_launch_option(p, "recorded in the header and in every record")
     a = p.parse_args(argv)
     launch_overrides = tuple(_launch_override(item, p) for item in a.launch)
 
@@ -1125,6 +1118,26 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
 
 
 QUICK_OPS = ("gae", "episodic_cumsum")
+
+
+def add_launch_option(parser: argparse.ArgumentParser, recorded: str) -> None:
+    """--launch NAME=VALUE (repeatable): parse it with _launch_override, apply it with set_launch."""
+    parser.add_argument(
+        "--launch",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a launch constant of rlscan_jax's Triton plans (e.g. VECTOR_SPLIT_ELEMS=0), for tuning "
+        f"runs; {recorded}",
+    )
+
+
+def set_launch(overrides) -> None:
+    """Sets the overridden launch constants: before anything is traced, as plans are made at trace time."""
+    from rlscan_jax._src.triton import launch
+
+    for name, value in overrides:
+        setattr(launch, name, value)
 
 
 def launch_record(overrides) -> dict:
@@ -1185,11 +1198,7 @@ def print_plan(settings: Settings, impls: dict[str, Implementation]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings, args = parse_args(argv)
-    if settings.launch:  # before anything is traced: plans are made at trace time
-        from rlscan_jax._src.triton import launch
-
-        for name, value in settings.launch:
-            setattr(launch, name, value)
+    set_launch(settings.launch)
     if args.plan:
         print_plan(settings, IMPLEMENTATIONS)
         return 0
