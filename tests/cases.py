@@ -98,7 +98,8 @@ OPS = {
         OpSpec("discounted_returns", ("nv", "boot", "zero"), True, False),
         OpSpec("eligibility_traces", ("done", "feat", "nodone"), True, True, forward_family=True),
         OpSpec("episodic_cumsum", ("fwd", "rev", "fwd-feat", "rev-init"), False, False, forward_family=True),
-        OpSpec("linear_scan", ("fwd", "rev", "fwd-init", "rev-bcast"), False, False),
+        # b one a step (rev-bcast, [T, 1, ...]), one a row (fwd-row, [1, *B]), one value (rev-scalar).
+        OpSpec("linear_scan", ("fwd", "rev", "fwd-init", "rev-bcast", "fwd-row", "rev-scalar"), False, False),
     )
 }
 OP_NAMES = tuple(OPS)
@@ -214,13 +215,14 @@ def build(
     if spec.forward_family or op == "linear_scan":
         if op == "linear_scan":
             a["a"] = normal(tm)
-            a["b"] = rng.uniform(-1.0, 1.0, size=(T,) + (1,) * len(batch) if mode == "rev-bcast" else tm)
+            b_shape = {"rev-bcast": (T,) + (1,) * len(batch), "fwd-row": (1, *batch), "rev-scalar": ()}.get(mode, tm)
+            a["b"] = rng.uniform(-1.0, 1.0, size=b_shape)
         else:
             a["inputs"] = normal(tm + feat)
             if mode != "nodone":
                 term, trunc = episode_flags(rng, T, batch, truncation=True)
                 a["done"] = term | trunc
-        if "init" in mode or "feat" in mode or mode == "nodone" or mode == "rev-bcast":
+        if "init" in mode or "feat" in mode or mode in ("nodone", "rev-bcast", "fwd-row"):
             a["initial"] = normal(tuple(batch) + feat)
         if mode.startswith("rev"):
             a["reverse"] = True
@@ -257,7 +259,7 @@ def build(
     args = {}
     for k, v in a.items():
         if isinstance(v, np.ndarray):
-            if k in PER_STEP or k in FLAGS:
+            if (k in PER_STEP or k in FLAGS) and v.ndim:
                 v = np.moveaxis(v, 0, axis % len(tm)) if axis % len(tm) else v
             if k not in FLAGS:
                 v = v.astype(dtype)

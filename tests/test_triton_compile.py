@@ -252,12 +252,13 @@ def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
     return seen
 
 
-def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256):
+def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, **params):
     """The operations on arrays of n·t elements or more, outside the kernels' launches, in the traced
     forward pass and in the inputs' gradients (the loss's own operations aside): "primitive [shapes]"
-    of each. A reshape is a view, and a slice that reads a row of a large array (its output small)
-    no pass; anything else that writes or reads a whole array is a pass over memory around the
-    kernels (a copy, a transpose, a conversion, a broadcast, a reduction)."""
+    of each. `params`: γ or λ as arrays, held constant (not differentiated). A reshape is a view,
+    and a slice that reads a row of a large array (its output small) no pass; anything else that
+    writes or reads a whole array is a pass over memory around the kernels (a copy, a transpose,
+    a conversion, a broadcast, a reduction)."""
     fake, loss_scope, big = "rlscan_test_launch", "rlscan_test_loss", n * t
     views, row_reads = {"reshape", "squeeze", "expand_dims"}, {"slice", "dynamic_slice"}
 
@@ -291,7 +292,9 @@ def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256):
         return found
 
     inp = cases.build(op, mode, t, (n,), axis, dtype=dtype)
+    inp.args.update({k: jnp.asarray(v) for k, v in params.items()})
     arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
+    floats = [k for k in inp.float_names() if k not in params]
 
     def loss(a):
         outs = cases.call(inp, "triton", {**inp.args, **a})
@@ -300,7 +303,7 @@ def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256):
 
     with triton_variants.recording(on_launch):
         forward = jax.make_jaxpr(lambda a: cases.call(inp, "triton", {**inp.args, **a}))(arrays)
-        grads = jax.make_jaxpr(jax.grad(loss))({k: inp.args[k] for k in inp.float_names()})
+        grads = jax.make_jaxpr(jax.grad(loss))({k: inp.args[k] for k in floats})
     return walk(forward.jaxpr, []), walk(grads.jaxpr, [])
 
 
@@ -308,9 +311,11 @@ def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256):
 def test_no_passes_around_the_kernels(op):
     """Every mode of every op, both layouts, float32 and bfloat16: the forward pass and the inputs'
     gradients touch the per-step arrays only through the kernels (no transpose for a layout, no
-    conversion of 16-bit inputs or gradients, no copy), with two known exceptions:
-    - linear_scan's b of a smaller shape than a (mode rev-bcast) is broadcast to a's shape before
-      the kernel reads it (and its gradient summed back over the broadcast axes);
+    conversion of 16-bit inputs or gradients, no copy, no broadcast of a smaller b), with two
+    known exceptions:
+    - the gradient of linear_scan's b of a smaller shape than a (one a step, one a row, one
+      value: modes rev-bcast, fwd-row, rev-scalar) is d b of a's shape, written by the backward
+      kernel and summed over the axes b was broadcast along;
     - eligibility traces' gradient for a given initial trace (modes feat, nodone) scales u's first
       row by γλ in float32, so u is scanned in float32 and converted for 16-bit inputs."""
     for mode in cases.OPS[op].modes:
@@ -318,14 +323,36 @@ def test_no_passes_around_the_kernels(op):
             for dtype in (np.float32, cases.DTYPES["bf16"]):
                 forward, grads = _passes_outside_launches(op, mode, axis, dtype)
                 name = np.dtype(dtype).name
-                if op == "linear_scan" and mode == "rev-bcast":
-                    assert [p.split()[0] for p in forward] == ["broadcast_in_dim"], (mode, axis, name, forward)
-                    assert sorted(p.split()[0] for p in grads) == ["broadcast_in_dim", "reduce_sum"], grads
-                    continue
+                if op == "linear_scan" and mode in ("rev-bcast", "fwd-row", "rev-scalar"):
+                    (db,) = grads
+                    assert db.split()[0] == "reduce_sum", (mode, axis, name, grads)
+                    grads = []
                 if op == "eligibility_traces" and mode in ("feat", "nodone") and name == "bfloat16":
                     assert [p.split()[0] for p in grads] == ["convert_element_type"], (mode, axis, grads)
                     grads = []
                 assert forward == [] and grads == [], (mode, axis, name, forward, grads)
+
+
+@pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if cases.OPS[op].has_gamma])
+def test_shared_parameters_are_read_where_they_lie(op):
+    """γ (and λ) one a row ([*B] for time-major steps, [*B, 1] for batch-major ones) or one a step
+    ([T, 1] / [T]) reach the kernels as arrays of N or T values (launch.param's forms 3 and 2),
+    not broadcast to the steps' shape: the forward pass makes no pass around the kernels, nor do
+    the inputs' gradients where the backward is one fused launch (eligibility traces' backward
+    with a γλ that varies in time is the reference's vjp, which takes b as an array)."""
+    spec, mode = cases.OPS[op], cases.MAIN_MODE[op]
+    n, t = 64, 256
+    for axis in (0, -1):
+        row = (n,) if axis == 0 else (n, 1)
+        step = (t, 1) if axis == 0 else (t,)
+        for shape in (row, step):
+            params = {"gamma": np.full(shape, 0.97, np.float32)}
+            if spec.has_lambda:
+                params["lambda_"] = np.full(shape, 0.9, np.float32)
+            forward, grads = _passes_outside_launches(op, mode, axis, np.float32, n=n, t=t, **params)
+            assert forward == [], (axis, shape, forward)
+            if op != "eligibility_traces" or shape == row:
+                assert grads == [], (axis, shape, grads)
 
 
 def test_16bit_batch_major_rows_take_their_kernels_blocks():

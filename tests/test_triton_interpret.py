@@ -627,6 +627,8 @@ def test_fused_backward(op):
     if spec.has_gamma:
         forms = {f"one value {g}": {"gamma": jnp.float32(g)} for g in (0.0, 0.9, 1.0)}
         forms["per step"] = {"gamma": jnp.asarray(per_step)}
+        forms["per row"] = {"gamma": jnp.asarray(per_step[5])}  # [3], read as 3 values
+        forms["per time step"] = {"gamma": jnp.asarray(per_step[:, :1])}  # [23, 1], read as 23
         if spec.has_lambda:
             forms = {k: {**v, "lambda_": jnp.float32(0.8)} for k, v in forms.items()}
     if spec.has_gamma:
@@ -649,6 +651,9 @@ def test_fused_backward(op):
         with triton_variants.recording(on_launch):
             jax.eval_shape(grads("triton", params, form), floats, jnp.float32(0.9))
         names_ = [name for name, _, _ in launches]
+        if spec.has_gamma:  # launch.param's form of γ in the forward launch
+            want_form = {"per step": 1, "per row": 3, "per time step": 2}.get(form, 0)
+            assert launches[0][1]["GAMMA_FULL"] == want_form, (form, launches[0][1]["GAMMA_FULL"])
         if returns_family:
             (bwd,) = [c for name, c, _ in launches if name == "adjoint_kernel"]
             assert bwd["STORE_U"] == (form == "traced"), form
@@ -656,7 +661,7 @@ def test_fused_backward(op):
         else:
             fwd_reverse = launches[0][1]["REVERSE"]
             bwd = [c for name, c, _ in launches if name == "linear_kernel"][-1]
-            if op == "eligibility_traces" and form == "per step":  # the reference's vjp: b as an array
+            if op == "eligibility_traces" and form in ("per step", "per time step"):  # the reference's vjp
                 assert (bwd["HAS_B"], bwd["HAS_DECAY"], bwd["HAS_RESET"]) == (True, False, True)
             else:  # the cotangent scanned the other way, over the raw done flags
                 assert bwd["REVERSE"] != fwd_reverse and bwd["HAS_RESET"] and not bwd["HAS_B"]
@@ -720,7 +725,16 @@ def test_fused_backward_offpolicy(op, which):
         g_fn = jax.grad(lambda fl, g_, c_: f(*fl, gamma=g_, **{clip: c_}), argnums=(0, 1, 2))
         return lambda fl, g_, c_: (lambda r: (*r[0], r[1], r[2]))(g_fn(fl, g_, c_))
 
-    forms = {"γ 0.9": {}, "γ 0": {"gamma": 0.0}, "per step": {"gamma": jnp.asarray(per_step)}, "traced": {}}
+    tm = np.moveaxis(per_step, inp.time_pos, 0)
+    forms = {
+        "γ 0.9": {},
+        "γ 0": {"gamma": 0.0},
+        "per step": {"gamma": jnp.asarray(per_step)},
+        # one value a row ([3] time-major, [3, 1] batch-major), one a time step ([29, 1] or [29])
+        "per row": {"gamma": jnp.asarray(tm[4] if inp.time_pos == 0 else tm[4][:, None])},
+        "per time step": {"gamma": jnp.asarray(tm[:, :1] if inp.time_pos == 0 else tm[:, 0])},
+        "traced": {},
+    }
     for form, params in forms.items():
         traced = form == "traced"
         launches = []
@@ -735,6 +749,8 @@ def test_fused_backward_offpolicy(op, which):
         assert "linear_kernel" not in kernels, (form, kernels)
         (bwd,) = [c for name, c in launches if name == OFFPOLICY_ADJOINT[op]]
         assert bwd["STORE_U"] == traced, form
+        want_form = {"per step": 1, "per row": 3, "per time step": 2}.get(form, 0)
+        assert bwd["GAMMA_FULL"] == launches[0][1]["GAMMA_FULL"] == want_form, form
         got = jax.jit(grads("triton", params, traced))(*at)
         want = jax.jit(grads("associative", params, traced))(*at)
         for name, g, w in zip([*names, "gamma", clip] if traced else names, got, want, strict=True):
@@ -835,6 +851,112 @@ def test_fused_backward_linear_scan(reverse, split, monkeypatch):
             expected = jax.grad(oloss, argnums=(0, 1, 2))(np.asarray(a2, np.float64), b, init)
         for name, g, e in zip(("a", "b", "initial"), got, expected):
             cases.assert_close(np.asarray(g), np.asarray(e), np.float32, msg=f"{split} vmap d/d{name}")
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+@pytest.mark.parametrize("split", ["one-pass", "lookback", "three-launch"])
+def test_linear_scan_smaller_b(reverse, split, monkeypatch):
+    """A b of a smaller shape than a (one value, one a time step, one a row) is read by the forward
+    and the backward kernel as T or N values (launch.param's forms 0, 2, 3), never broadcast to a's
+    shape; its gradient is d b summed over the axes it was broadcast along, and d b is neither
+    written nor h read where b is not differentiated. Values and gradients (a, b, initial) match
+    the float64 oracle's autodiff in both layouts, and under vmap with b batched (one value each)."""
+    import oracle
+    import triton_variants
+
+    import rlscan_jax
+
+    rng = np.random.default_rng(47 + reverse)
+    T, n = 37, 3
+    a = rng.normal(size=(T, n))
+    init = rng.normal(size=(n,))
+    w = rng.normal(size=(T, n))
+    # time-major shapes; batch-major takes the transposes ([n, 1], [T]).
+    forms = {
+        "one value": (rng.uniform(-1.0, 1.0, size=()), 0),
+        "per time step": (rng.uniform(-1.0, 1.0, size=(T, 1)), 2),
+        "per row": (rng.uniform(-1.0, 1.0, size=(n,)), 3),
+    }
+
+    def want(b):
+        def loss(a_, b_, i_):
+            return jnp.sum(oracle.linear_scan(a_, jnp.broadcast_to(b_, a_.shape), i_, reverse, xp=jnp) * jnp.asarray(w))
+
+        with enable_x64():
+            h = oracle.linear_scan(a, np.broadcast_to(b, a.shape), init, reverse)
+            return np.asarray(h), [np.asarray(g) for g in jax.grad(loss, argnums=(0, 1, 2))(a, b, init)]
+
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for form, (b, code) in forms.items():
+            h_want, g_want = want(b)
+            for axis in (0, 1):
+                b_ax = b if axis == 0 or b.ndim == 0 else (b.T if b.ndim == 2 else b[:, None])
+                args = [jnp.asarray(x, jnp.float32) for x in (a if axis == 0 else a.T, b_ax, init)]
+
+                def f(a_, b_, i_, axis=axis):
+                    return rlscan_jax.linear_scan(
+                        a_, b_, initial=i_, reverse=reverse, time_axis=axis, implementation="triton"
+                    )
+
+                def loss(a_, b_, i_, axis=axis):
+                    return jnp.sum(f(a_, b_, i_) * jnp.asarray(w if axis == 0 else w.T, jnp.float32))
+
+                # b traced (differentiable), and a constant (nothing can differentiate it)
+                for traced, g_fn in (
+                    (True, jax.grad(loss, argnums=(0, 1, 2))),
+                    (False, jax.grad(lambda a_, i_, b_=args[1]: loss(a_, b_, i_), argnums=(0, 1))),
+                ):
+                    launches = []
+
+                    def on_launch(kernel, grid, args_, out_shapes, num_warps, constexprs, launches=launches):
+                        launches.append((kernel.fn.__name__, constexprs))
+
+                    with triton_variants.recording(on_launch):
+                        jax.eval_shape(g_fn, *(args if traced else (args[0], args[2])))
+                    fwd = [c for name, c in launches if name == "linear_kernel"]
+                    bwd = [c for name, c in launches if name == "linear_adjoint_kernel"]
+                    assert fwd and bwd, launches
+                    assert all(not c["HAS_B"] and c["HAS_DECAY"] and c["GAMMA_FULL"] == code for c in fwd), fwd
+                    assert all(c["B_FULL"] == code and c["HAS_DB"] == traced for c in bwd), bwd
+                h = np.asarray(jax.jit(f)(*args))
+                cases.assert_close(h if axis == 0 else h.T, h_want, np.float32, msg=f"{split} {form} axis {axis}")
+                got = [np.asarray(g) for g in jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*args)]
+                assert got[1].shape == b_ax.shape, (form, got[1].shape)
+                got[0] = got[0] if axis == 0 else got[0].T
+                got[1] = got[1] if axis == 0 or b.ndim == 0 else got[1].reshape(b.shape)
+                for name, g, e in zip(("a", "b", "initial"), got, g_want):
+                    cases.assert_close(g, e, np.float32, msg=f"{split} {form} axis {axis} d/d{name}")
+
+        # vmapped over 2 copies of a (one scaled), each with its own b (one value).
+        bs = jnp.asarray([0.5, -0.9], jnp.float32)
+
+        def vloss(b_):
+            a2 = jnp.asarray(np.stack([a, 2 * a]), jnp.float32)
+            h = jax.vmap(lambda x, y: rlscan_jax.linear_scan(x, y, reverse=reverse, implementation="triton"))(a2, b_)
+            return jnp.sum(h * jnp.asarray(w, jnp.float32))
+
+        def oloss(b_):
+            return sum(
+                jnp.sum(oracle.linear_scan(k * a, jnp.broadcast_to(b_[i], a.shape), None, reverse, xp=jnp) * w)
+                for i, k in enumerate((1.0, 2.0))
+            )
+
+        with enable_x64():
+            expected = np.asarray(jax.grad(oloss)(np.asarray(bs, np.float64)))
+        cases.assert_close(np.asarray(jax.grad(vloss)(bs)), expected, np.float32, msg=f"{split} vmap d/db")
+
+        # and one b (one a row), unbatched, shared by the copies: its gradient summed over them.
+        def vloss_shared(b_):
+            a2 = jnp.asarray(np.stack([a, 2 * a]), jnp.float32)
+            h = jax.vmap(lambda x: rlscan_jax.linear_scan(x, b_, reverse=reverse, implementation="triton"))(a2)
+            return jnp.sum(h * jnp.asarray(w, jnp.float32))
+
+        shared = jax.grad(vloss_shared)(jnp.asarray(forms["per row"][0], jnp.float32))
+        with enable_x64():
+            expected = np.asarray(jax.grad(lambda b_: oloss(jnp.stack([b_, b_])))(forms["per row"][0]))
+        cases.assert_close(np.asarray(shared), expected, np.float32, msg=f"{split} vmap shared d/db")
 
 
 def _with_gamma(f, floats):

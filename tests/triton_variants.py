@@ -140,7 +140,9 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
 
     Every op × mode × layout, in float32 with bool flags and in bfloat16 with int8 flags, with γ
     and λ as Python floats; then, for the ops with γ, every mode × layout in float32 with γ as an
-    array, which `functions` traces: the fused backward's launch that also writes u (ops.py).
+    array, which `functions` traces: the fused backward's launch that also writes u (ops.py); then
+    their main mode × layout with γ and λ one a row and one a time step (launch.param's forms 3
+    and 2, read at every site that reads them).
     """
     out = []
     for op, spec in cases.OPS.items():
@@ -153,13 +155,27 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
             for mode in spec.modes:
                 for T, batch, axis in LAYOUTS:
                     out.append(_call(op, mode, T, batch, axis, np.float32, np.bool_, np.asarray(0.9, np.float32)))
+    for op, spec in cases.OPS.items():
+        if spec.has_gamma:
+            for T, batch, axis in LAYOUTS:
+                for shared in ("row", "time"):
+                    out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, np.float32, np.bool_, shared))
     return out
 
 
 def _call(op, mode, T, batch, axis, dtype, flag_dtype, gamma) -> tuple[cases.Inputs, dict]:
+    """`gamma`: a value, or "row" / "time" for γ and λ one a row / one a time step (arrays)."""
     spec = cases.OPS[op]
     lam = 0.9 if spec.has_lambda else None
+    shared = gamma if isinstance(gamma, str) else None
+    gamma = 0.9 if shared else gamma
     inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=gamma if spec.has_gamma else None, lambda_=lam)
+    if shared:
+        pos, step = inp.time_pos, inp.step_shape
+        shape = [1 if (i == pos) == (shared == "row") else d for i, d in enumerate(step)]
+        inp.args["gamma"] = np.full(shape, 0.97, np.float32)
+        if spec.has_lambda:
+            inp.args["lambda_"] = np.full(shape, 0.9, np.float32)
     args = dict(inp.args)
     for k in cases.FLAGS:
         if args.get(k) is not None:

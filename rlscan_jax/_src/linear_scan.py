@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
@@ -26,7 +25,8 @@ def linear_scan(
 
     Args:
       a: [T, *B] floating.
-      b: floating, broadcastable to a's shape.
+      b: floating, broadcastable to a's shape. One value, one a step or one a row is read by the
+        Triton kernels as given (not broadcast in memory).
       initial: [*B] floating, optional: the carry entering the window.
       reverse: False for a forward-in-time recurrence, True for a backward one.
       time_axis: the time axis of a.
@@ -56,14 +56,25 @@ def linear_scan(
         ok = False
     if not ok:
         raise ValueError(f"b.shape={b.shape} must be broadcastable to a.shape={a.shape}")
-    b = jnp.broadcast_to(b, a.shape)
     axis = checks.time_axis(time_axis, a.ndim)
     checks.non_empty_time(a.shape, axis, "a")
     if initial is not None:
         initial = checks.boundary(initial, "initial", checks.batch_shape(a.shape, axis))
-    x = {"a": a, "b": b, "initial": initial}
-    impl = dispatch.resolve(implementation)
     out_dtype = checks.result_dtype([a, b, initial])
+    if b.shape == a.shape:
+        x, p = {"a": a, "b": b, "initial": initial}, {}
+    else:
+        # A b of a smaller shape (one value, one a step, one a row) is a parameter of the kernels,
+        # read where it lies rather than broadcast to a's shape in memory.
+        x, p = {"a": a, "b": None, "initial": initial}, {"decay": b}
+    impl = dispatch.resolve(implementation)
     return core.evaluate(
-        "linear_scan", x, {}, axis=axis, reverse=reverse, implementation=impl, out_dtype=out_dtype, param_grads=False
+        "linear_scan",
+        x,
+        p,
+        axis=axis,
+        reverse=reverse,
+        implementation=impl,
+        out_dtype=out_dtype,
+        param_grads=bool(p) and checks.traced(b),
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -44,10 +45,16 @@ def stable_name(name: str) -> str:
     and removed after adb761d) compile as without the flag; so do FOLD=False (3898df1 on) and
     FENCE=False (the look-back's acquire RMWs, as before the flag), WALK_BACK=False and
     STREAM=False (PHASE 1 in scan order and plain stores, as before those flags), and CVEC=1
-    (no vector hint across time-major columns, as before the flag).
+    (no vector hint across time-major columns, as before the flag). A parameter's form
+    (GAMMA_FULL and the like) was a bool before the forms 2 and 3 (False and True are 0 and 1),
+    and linear_adjoint_kernel's B_FULL=1 and HAS_DB=True (b an array, d b written) are as before
+    those flags.
     """
+    name = re.sub(r"_FULL=(False|True)", lambda m: "_FULL=" + str(int(m.group(1) == "True")), name)
     return (
-        name.replace(",VEC=1,", ",")
+        name.replace(",B_FULL=1", "")
+        .replace(",HAS_DB=True", "")
+        .replace(",VEC=1,", ",")
         .replace(",VEC=1]", "]")
         .replace(",WINDOWED=False", "")
         .replace(",FOLD=False", "")

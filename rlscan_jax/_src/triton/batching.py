@@ -69,8 +69,20 @@ def launcher(op: str, axis: int, reverse: bool, out_dtype, store_h: bool):
                 xb[k] = v
             else:
                 xb[k] = jnp.broadcast_to(v, (axis_size, *v.shape))
+        # A fused backward that writes parameters' gradients (ops._PARAM_GRADS) writes one for each
+        # vmapped instance: an unbatched parameter is given to it batched, and each gradient,
+        # summed to the batched parameter's shape, is reshaped to the instance's shape.
+        own = {k: v.shape[1:] if p_batched[k] else v.shape for k, v in p.items()}
+        p_grads = [k for k, _ in out_dtype if k in p] if op.endswith(":bwd") else []
+        for k in p_grads:
+            if not p_batched[k]:
+                p = {**p, k: jnp.broadcast_to(p[k], (axis_size, *p[k].shape))}
+                p_batched = {**p_batched, k: True}
         pb = {k: _batch_param(v, p_batched[k], axis_size, rank) for k, v in p.items()}
         out = launcher(op, axis + 1, reverse, out_dtype, store_h)(xb, pb)
+        if p_grads:
+            grads, u = out
+            out = {k: g.reshape((axis_size, *own[k])) if k in p_grads else g for k, g in grads.items()}, u
         return out, jax.tree.map(lambda _: True, out)
 
     return run

@@ -835,11 +835,25 @@ def scan_call(
     return outs[: len(outputs)]
 
 
-def param(v: jax.Array, shape: tuple[int, ...]) -> tuple[jax.Array, bool]:
-    """A parameter as the kernels take it: ([1], False) for a scalar, else (per-step array, True)."""
-    if v.ndim == 0:
-        return v.reshape(1), False
-    return jnp.broadcast_to(v, shape), True
+def param(v: jax.Array, shape: tuple[int, ...], axis: int) -> tuple[jax.Array, int]:
+    """A parameter (broadcastable to the per-step `shape`, time on `axis`) as the kernels take it,
+    with its form (kernels/common.load_param):
+        0  one value                         ([1])
+        2  one value a step, for every row   ([T]: a shape of ones but the time axis)
+        3  one value a row, at every step    ([N]: the per-step shape with a time axis of 1)
+        1  anything else: the per-step array, broadcast where it is not one already.
+    Forms 0, 2 and 3 are views of the parameter as given: nothing of the per-step shape is written."""
+    full = (1,) * (len(shape) - v.ndim) + tuple(v.shape)
+    others = [(d, s) for i, (d, s) in enumerate(zip(full, shape)) if i != axis]
+    if math.prod(full) == 1:
+        return v.reshape(1), 0
+    if tuple(v.shape) == tuple(shape):
+        return v, 1
+    if full[axis] == shape[axis] and all(d == 1 for d, _ in others):
+        return v.reshape(-1), 2
+    if full[axis] == 1 and all(d == s for d, s in others):
+        return v.reshape(-1), 3
+    return jnp.broadcast_to(v, shape), 1
 
 
 def out(shape: tuple[int, ...], dtype) -> jax.ShapeDtypeStruct:

@@ -68,7 +68,8 @@ def _launch(op: str, axis: int, reverse: bool, out_dtype, with_h: bool, x: dict,
 
 
 # The ops whose backward pass is one fused launch (launchers/adjoint.py); eligibility traces only
-# where γλ is one value (0-d: the adjoint's b is then the same at t and t+1).
+# where γλ is the same at every step (one value, or one a row: the adjoint's b is then the same at
+# t and t+1).
 FUSED_BACKWARD = (
     "gae",
     "lambda_returns",
@@ -89,15 +90,28 @@ _BACKWARD_READS = {
 }
 
 
+# The ops whose fused backward writes the parameters' gradients too (linear_scan's b of a smaller
+# shape than a: d b summed to its shape), with no u.
+_PARAM_GRADS = ("linear_scan",)
+
+
 def _adjoint(g_h, b, reset, *, axis, reverse, decay=None):
     """u of the recurrence h_t = a_t + [not r_t] b_t h_{t∓1} (∓: reverse / forward).
 
-    `decay`: b's one value (0-d), where the op's b is the same at every step. The adjoint scan
-    then takes it as a parameter: b, shifted, is not written out as an array for it to read.
-    The shift only matters at the window edge, where the adjoint scan starts from zero.
+    `decay`: the op's b as given where that is of a smaller shape than the steps' (one value,
+    one a step or one a row; None otherwise). The adjoint scan then takes it as a parameter
+    (launch.param), shifted by a step where it varies in time: b, shifted, is not written out as
+    an array for it to read. The shift only matters at the window edge, where the adjoint scan
+    starts from zero, for a b the same at every step.
     """
     shift = common.shift_prev if reverse else common.shift_next
     r_adj = None if reset is None else shift(reset, axis, True)
+    if decay is not None and decay.shape == g_h.shape:
+        decay = None  # an array of the steps' shape: b itself
+    elif decay is not None:
+        t = axis % g_h.ndim - (g_h.ndim - decay.ndim)  # decay's own time axis, if it has one
+        if t >= 0 and decay.shape[t] > 1:
+            decay = shift(decay, t, 0.0)
     if decay is None:
         x, p = {"a": g_h, "b": shift(b, axis, 0.0), "reset": r_adj, "initial": None}, {}
     else:
@@ -114,13 +128,22 @@ def _db(u, reset, h, *, axis, reverse):
     return db
 
 
+def _varies_in_time(v, x: dict, axis: int) -> bool:
+    """Whether a parameter of eligibility traces takes more than one value along the time axis of
+    its per-step shape (done's, or the inputs' where there is no done)."""
+    rank = (x["inputs"] if x.get("done") is None else x["done"]).ndim
+    full = (1,) * (rank - v.ndim) + tuple(v.shape)
+    return full[axis % rank] > 1
+
+
 def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
-    None where the op has no fused backward for these inputs. `h`: the forward pass's residual."""
+    None where the op has no fused backward for these inputs. `h`: the forward pass's residual.
+    For the ops in _PARAM_GRADS `store_u` asks for the parameters' gradients instead of u."""
     xf, _ = _split(x)
     if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
         return None
-    if op == "eligibility_traces" and any(v.ndim for v in p.values()):
+    if op == "eligibility_traces" and any(_varies_in_time(v, x, axis) for v in p.values()):
         return None
     if op in ("gae", "vtrace"):
         xg = {"g": g[0], "g2": g[1]}
@@ -129,7 +152,10 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
     if op in _BACKWARD_READS:
         xg.update({k: x[k] for k in _BACKWARD_READS[op]}, h=h)
     xg.update({k: x[k] for k in FLAGS if k in x})
-    grads = tuple(sorted((k, jnp.dtype(v.dtype)) for k, v in xf.items()))
+    grads = {k: jnp.dtype(v.dtype) for k, v in xf.items()}
+    if op in _PARAM_GRADS and store_u:  # the launch writes the parameters' gradients itself
+        grads.update({k: jnp.dtype(v.dtype) for k, v in p.items()})
+    grads = tuple(sorted(grads.items()))
     return _launch(f"{op}:bwd", axis, reverse, grads, store_u, xg, p)
 
 
@@ -169,7 +195,12 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         g_h, gx_fin, gp_fin = fin_vjp(jax.tree.map(lambda t: t.astype(cdt), g))
         if u is None:
             decay = ref.decay(p_c) if hasattr(ref, "decay") else None
-            decay = decay.astype(cdt) if decay is not None and decay.ndim == 0 else None
+            # Eligibility traces' γλ is per step, without the inputs' trailing feature axes: it
+            # aligns with the scan's shape only as one value.
+            if decay is not None and (decay.ndim == 0 or op == "linear_scan"):
+                decay = decay.astype(cdt)
+            else:
+                decay = None
             u = _adjoint(g_h, b, reset, axis=axis, reverse=reverse, decay=decay)
         gx_coef, gp_coef = coef_vjp((u, _db(u, reset, h, axis=axis, reverse=reverse)))
         gx = {k: (gx_fin[k] + gx_coef[k]).astype(xf[k].dtype) for k in xf}
@@ -185,10 +216,12 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
             gx, gp = reference_grads(x, p, h, g)
         else:
             gx, u = fused
-            if param_grads:
-                _, gp = reference_grads(x, p, h, g, u=u)
-            else:
+            if not param_grads:
                 gp = {k: jnp.zeros_like(v) for k, v in p.items()}
+            elif op in _PARAM_GRADS:
+                gp = {k: gx.pop(k) for k in p}
+            else:
+                _, gp = reference_grads(x, p, h, g, u=u)
         gx.update({k: _zero_cotangent(v) for k, v in _split(x)[1].items()})
         return gx, gp
 

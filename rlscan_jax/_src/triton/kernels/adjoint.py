@@ -115,12 +115,12 @@ def adjoint_kernel(
         if KIND == 0:
             b_gh += common.load(p_g2, off, m, F64)
         term_p, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
-        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64)
+        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n)
         b_l_p = b_g_p
         if KIND == 2:
             b_b = b_g_p
         else:
-            b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64)
+            b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n)
             b_b = b_g_p * b_l_p
         # Nothing enters at t = 0 (the forward pass starts from zero at T-1).
         A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
@@ -136,10 +136,10 @@ def adjoint_kernel(
             if HAS_NEXT or HAS_BOOT:
                 term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
                 last = common.edge(o_t, o_n, T - 1)
-                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64)
+                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
                 b_l = b_g
                 if KIND == 1:
-                    b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64)
+                    b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
                 b_k = _bootstrap_grad(u, term, done | last, b_g, b_l, KIND)
                 if HAS_NEXT:
                     common.store(p_dnv, off, b_k, m, STREAM)
@@ -184,6 +184,8 @@ def linear_adjoint_kernel(
     F64: tl.constexpr,
     REVERSE: tl.constexpr,
     HAS_INITIAL: tl.constexpr,
+    B_FULL: tl.constexpr,
+    HAS_DB: tl.constexpr,
     PHASE: tl.constexpr,
     SINGLE: tl.constexpr,
     BT: tl.constexpr,
@@ -203,7 +205,9 @@ def linear_adjoint_kernel(
 
     a reverse forward pass (h_t = a_t + b_t h_{t+1}, h_T = initial) the same with t+1 and t-1
     exchanged and T-1 for 0. REVERSE is the adjoint's direction (the forward pass's other).
-    b at t±1 and h at t∓1 are read at the neighbouring offsets: no shifted copy is written."""
+    b at t±1 and h at t∓1 are read at the neighbouring offsets: no shifted copy is written.
+    b is an array of a's shape, or a parameter of a smaller shape (B_FULL, common.load_param),
+    whose gradient the launcher sums from d b; without HAS_DB, h is not read and d b not written."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     m_n = o_n < N
@@ -215,16 +219,18 @@ def linear_adjoint_kernel(
         # the forward pass came from the other side, and its window edge is t_edge.
         if REVERSE:
             d = ts
+            dt = 1
             m_next = m & (o_t < T - 1)[:, None]
             m_prev = m & (o_t > 0)[:, None]
             t_edge = 0
         else:
             d = -ts
+            dt = -1
             m_next = m & (o_t > 0)[:, None]
             m_prev = m & (o_t < T - 1)[:, None]
             t_edge = T - 1
         # b of the step the adjoint comes from; 0 (nothing enters) where there is none.
-        b_b = common.load(p_b, off + d, m_next, F64)
+        b_b = common.load_param(p_b, off + d, m_next, B_FULL, F64, o_t + dt, o_n)
         A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(
@@ -234,13 +240,16 @@ def linear_adjoint_kernel(
         if PHASE != 1:
             common.store(p_da, off, u, m, STREAM)
             at_edge = common.edge(o_t, o_n, t_edge) & m
-            b_h = common.load(p_h, off - d, m_prev, F64)  # h of the step the forward pass came from
+            if HAS_DB:
+                b_h = common.load(p_h, off - d, m_prev, F64)  # h of the step the forward pass came from
+                if HAS_INITIAL:
+                    b_h = tl.where(at_edge, common.load(p_init, o_n, m_n, F64)[None, :], b_h)
             if HAS_INITIAL:
-                b_h = tl.where(at_edge, common.load(p_init, o_n, m_n, F64)[None, :], b_h)
-                b_b0 = common.load(p_b, off, at_edge, F64)  # b at the edge alone
+                b_b0 = common.load_param(p_b, off, at_edge, B_FULL, F64, o_t, o_n)  # b at the edge alone
                 m_e = m_n & (tl.sum(at_edge.to(tl.int32), axis=0) > 0)  # the chunk holds the edge
                 tl.store(p_dinit + o_n, common.row(b_b0 * u, o_t, t_edge).to(p_dinit.dtype.element_ty), mask=m_e)
-            common.store(p_db, off, u * b_h, m, STREAM)
+            if HAS_DB:
+                common.store(p_db, off, u * b_h, m, STREAM)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE, WALK_BACK)
     if PHASE == 1:

@@ -180,6 +180,15 @@ def step_offsets(o_t, o_n, T, INNER, FEAT, off, HAS_FEAT: tl.constexpr):
 
 
 @triton.jit
+def step_rows(o_n, INNER, FEAT, HAS_FEAT: tl.constexpr):
+    """The rows [BB] of a per-step array whose rows are groups of FEAT trailing feature elements."""
+    if HAS_FEAT:
+        return (o_n // INNER) * (INNER // FEAT) + (o_n % INNER) // FEAT
+    else:
+        return o_n
+
+
+@triton.jit
 def edge(o_t, o_n, t):
     """A [BT, BB] int1 block, true on time row t."""
     return (o_t == t)[:, None] & (o_n >= 0)[None, :]
@@ -201,9 +210,17 @@ def load_flag(p, off, m):
 
 
 @triton.jit
-def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr):
-    """A parameter: one scalar, or a per-step array of the rows' layout."""
-    if FULL:
+def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n):
+    """A parameter of the block [BT, BB] at offsets `off` (steps o_t, rows o_n), by its form
+    (launch.param): 0 (False) one value; 1 (True) a per-step array of the rows' layout; 2 one
+    value a step shared by the rows ([T], read at o_t); 3 one value a row shared by the steps
+    ([N], read at o_n). The shared forms are read from arrays of T or N values, never broadcast
+    to the per-step shape in memory; their loads hit the cache."""
+    if FULL == 2:
+        return load(p, tl.broadcast_to(o_t[:, None], off.shape), m, F64)
+    elif FULL == 3:
+        return load(p, tl.broadcast_to(o_n[None, :], off.shape), m, F64)
+    elif FULL:
         return load(p, off, m, F64)
     else:
         x = tl.load(p)

@@ -70,8 +70,9 @@ def linear_kernel(
         if HAS_B:
             b_b = common.load(p_b, s_off, m, F64)
         elif HAS_DECAY:
-            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64) * common.load_param(
-                p_lam, s_off, m, LAMBDA_FULL, F64
+            s_n = common.step_rows(o_n, INNER, FEAT, HAS_FEAT)
+            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64, o_t, s_n) * common.load_param(
+                p_lam, s_off, m, LAMBDA_FULL, F64, o_t, s_n
             )
         else:
             b_b = 1.0

@@ -7,6 +7,7 @@ writes. It returns ({name: gradient}, u), u (the adjoint state in the compute dt
 parameters' gradients) only where `store_u` asks for it, else None.
 """
 
+import jax
 import jax.numpy as jnp
 
 from rlscan_jax._src.reference import common
@@ -24,8 +25,8 @@ def _returns(op, x, p, *, axis, grads, store_u):
     grads = dict(grads)
     g = x["g"]
     shape = g.shape
-    gamma, gamma_full = launch.param(p["gamma"], shape)
-    lam, lam_full = launch.param(p["lambda_"], shape) if "lambda_" in p else (gamma, False)
+    gamma, gamma_form = launch.param(p["gamma"], shape, axis)
+    lam, lam_form = launch.param(p["lambda_"], shape, axis) if "lambda_" in p else (gamma, 0)
     f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
     acc = jnp.float64 if f64 else jnp.float32
     edge = shape[:axis] + shape[axis + 1 :]
@@ -61,8 +62,8 @@ def _returns(op, x, p, *, axis, grads, store_u):
         HAS_VALUES="values" in grads,
         HAS_BOOT="bootstrap_value" in grads,
         STORE_U=store_u,
-        GAMMA_FULL=gamma_full,
-        LAMBDA_FULL=lam_full,
+        GAMMA_FULL=gamma_form,
+        LAMBDA_FULL=lam_form,
     )
     names = ("rewards", "values", "next_values", "bootstrap_value")
     return {k: o for k, o in zip(names, outs) if k in grads}, (outs[4] if store_u else None)
@@ -89,7 +90,7 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
     grads = dict(out_dtype)
     r = x["rewards"]
     shape = r.shape
-    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
+    params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
     f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
     edge = shape[:axis] + shape[axis + 1 :]
     # rewards, values and log_rhos are always floating (checks); v' is next_values or the bootstrap.
@@ -140,7 +141,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     grads = dict(out_dtype)
     q = x["q_values"]
     shape = q.shape
-    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
+    params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "c_clip")}
     f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
     g = launch.geometry(shape, axis)
     narrow = launch.narrow_rows(g, [x["g"], q, x["log_rhos"]])
@@ -205,10 +206,12 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         # The forward pass adds b_0 · initial to a_0 (forward), or, where the window's last
         # step is not done, initial to a_{T-1} (reverse).
         edge = common.take_time(u, axis, -1 if reverse else 0)
-        if gamma is not None:  # γλ at t = 0 (a row's own value where vmap batched it)
+        if gamma is not None:  # γλ at t = 0: one value, or a row's own (one a row, or batched by vmap)
             decay = gamma * lam
             if decay.ndim:
-                decay = common.take_time(jnp.broadcast_to(decay, g.shape if done is None else done.shape), axis, 0)
+                rank = (g if done is None else done).ndim
+                decay = decay.reshape((1,) * (rank - decay.ndim) + decay.shape)
+                decay = common.take_time(decay, axis, 0) if decay.shape[axis] > 1 else decay.squeeze(axis)
             edge = jnp.reshape(decay, decay.shape + (1,) * (edge.ndim - decay.ndim)).astype(u.dtype) * edge
         if reverse and done is not None:
             last = common.take_time(common.flag(done), axis, -1)
@@ -231,26 +234,47 @@ def episodic_cumsum(x, p, *, axis, reverse, out_dtype, store_h):
 
 
 def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
-    """x: g (the cotangent of h), b, the forward pass's h and its initial value (or None). No
-    parameters, so no u."""
-    del p, store_h
+    """x: g (the cotangent of h), b (or None, b then p's "decay", of a smaller shape), the forward
+    pass's h and its initial value (or None). No u: a smaller b's gradient ("decay" in the
+    gradients asked for) is d b, written in the compute dtype and summed to b's shape here."""
+    del store_h
     grads = dict(out_dtype)
     g, init = x["g"], x["initial"]
     shape = g.shape
     edge = shape[:axis] + shape[axis + 1 :]
+    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    if x["b"] is None:
+        decay = p["decay"]
+        b, b_form = launch.param(decay, shape, axis)
+        db = launch.out(shape, jnp.float64 if f64 else jnp.float32) if "decay" in grads else None
+    else:
+        b, b_form = x["b"], 1
+        db = launch.out(shape, grads["b"]) if "b" in grads else None
     outs = launch.scan_call(
         linear_adjoint_kernel,
         op="linear_scan",
         g=launch.geometry(shape, axis),
-        inputs=[g, x["b"], x["h"], launch.or_(init, g)],
+        inputs=[g, b, launch.or_(x["h"] if db is not None else None, g), launch.or_(init, g)],
         outputs=[
             launch.out(shape, grads["a"]),
-            launch.out(shape, grads["b"]),
+            db if db is not None else launch.placeholder(),
             launch.out(edge, grads["initial"]) if init is not None else launch.placeholder(),
         ],
         reverse=not reverse,
-        f64=any(jnp.dtype(d) == jnp.float64 for d in grads.values()),
+        f64=f64,
         REVERSE=not reverse,
         HAS_INITIAL=init is not None,
+        B_FULL=b_form,
+        HAS_DB=db is not None,
     )
-    return {k: o for k, o in zip(("a", "b", "initial"), outs) if k in grads}, None
+    out = {k: o for k, o in zip(("a", "b", "initial"), outs) if k in grads}
+    if "decay" in grads:
+        out["decay"] = _sum_to(outs[1], decay.shape).astype(grads["decay"])
+    return out, None
+
+
+def _sum_to(v: jax.Array, shape: tuple[int, ...]) -> jax.Array:
+    """v summed over the axes that broadcasting an array of `shape` to v's shape adds or widens."""
+    lead = v.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and v.shape[lead + i] != 1)
+    return jnp.sum(v, axis=axes).reshape(shape)

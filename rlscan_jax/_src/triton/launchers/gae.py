@@ -8,8 +8,8 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     del reverse, store_h  # advantages are the scan state
     r = x["rewards"]
     shape = r.shape
-    gamma, gamma_full = launch.param(p["gamma"], shape)
-    lam, lam_full = launch.param(p["lambda_"], shape)
+    gamma, gamma_form = launch.param(p["gamma"], shape, axis)
+    lam, lam_form = launch.param(p["lambda_"], shape, axis)
     adv, ret = launch.scan_call(
         gae_kernel,
         op="gae",
@@ -30,7 +30,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
         HAS_NEXT=x["next_values"] is not None,
-        GAMMA_FULL=gamma_full,
-        LAMBDA_FULL=lam_full,
+        GAMMA_FULL=gamma_form,
+        LAMBDA_FULL=lam_form,
     )
     return (adv, ret), None

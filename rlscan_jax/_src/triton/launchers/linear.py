@@ -17,8 +17,8 @@ def _forward(
     step = shape if reset is None else reset.shape
     feat = math.prod(shape[len(step) :])
     decay = gamma is not None
-    gamma, gamma_full = launch.param(gamma, step) if decay else (inputs, False)
-    lam, lam_full = launch.param(lam, step) if decay else (inputs, False)
+    gamma, gamma_form = launch.param(gamma, step, axis) if decay else (inputs, 0)
+    lam, lam_form = launch.param(lam, step, axis) if decay else (inputs, 0)
     (h,) = launch.scan_call(
         linear_kernel,
         op=op,
@@ -41,8 +41,8 @@ def _forward(
         HAS_RESET=reset is not None,
         RESET_PREV=reset_prev,
         HAS_DECAY=decay,
-        GAMMA_FULL=gamma_full,
-        LAMBDA_FULL=lam_full,
+        GAMMA_FULL=gamma_form,
+        LAMBDA_FULL=lam_form,
         HAS_INITIAL=initial is not None,
         HAS_FEAT=feat > 1,
     )

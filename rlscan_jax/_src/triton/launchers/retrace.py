@@ -8,7 +8,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     del reverse, store_h
     r = x["rewards"]
     shape = r.shape
-    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "c_clip")}
+    params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "c_clip")}
     geometry = launch.geometry(shape, axis)
     (g,) = launch.scan_call(
         retrace_kernel,

@@ -9,8 +9,8 @@ from rlscan_jax._src.triton.kernels.returns import returns_kernel
 def _forward(x, p, *, axis, out_dtype, with_lambda):
     r = x["rewards"]
     shape = r.shape
-    gamma, gamma_full = launch.param(p["gamma"], shape)
-    lam, lam_full = launch.param(p["lambda_"], shape) if with_lambda else (gamma, False)
+    gamma, gamma_form = launch.param(p["gamma"], shape, axis)
+    lam, lam_form = launch.param(p["lambda_"], shape, axis) if with_lambda else (gamma, 0)
     values = x.get("values")
     (g,) = launch.scan_call(
         returns_kernel,
@@ -35,8 +35,8 @@ def _forward(x, p, *, axis, out_dtype, with_lambda):
         HAS_NEXT=x["next_values"] is not None,
         HAS_VALUES=values is not None,
         HAS_BOOT=x["bootstrap_value"] is not None,
-        GAMMA_FULL=gamma_full,
-        LAMBDA_FULL=lam_full,
+        GAMMA_FULL=gamma_form,
+        LAMBDA_FULL=lam_form,
     )
     return g, None
 

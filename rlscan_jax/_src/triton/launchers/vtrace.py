@@ -16,7 +16,7 @@ def forward(x, p, *, axis, reverse, out_dtype, store_h):
     del reverse
     r = x["rewards"]
     shape = r.shape
-    params = {k: launch.param(p[k], shape) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
+    params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
     outputs = [launch.out(shape, out_dtype)] * 2
     outputs.append(launch.out(shape, checks.compute_dtype(out_dtype)) if store_h else launch.placeholder())
     vs, pg, h = launch.scan_call(
