@@ -18,7 +18,6 @@ import itertools
 import json
 import math
 import sys
-import time
 from collections.abc import Sequence
 
 import jax
@@ -46,22 +45,9 @@ def measure(nbytes: Sequence[int], windows: int, flush_bytes: int) -> list[dict]
     arrays = {b: jnp.zeros((b // 8,), jnp.float32) for b in nbytes}
     for x in arrays.values():
         jax.block_until_ready(f(x, c))
-    gpu = jax.default_backend() == "gpu"
-    samples: dict[int, list[float]] = {}
-    if gpu:
-        flush = devicetime.cache_flush(flush_bytes) if flush_bytes else None
-        jobs = [devicetime.Job(str(b), lambda x=x: f(x, c), windows=windows) for b, x in arrays.items()]
-        session = devicetime.run(jobs, before_window=flush)
-        for b in arrays:
-            samples[b], _ = devicetime.per_call_us(session.windows.get(str(b), []), 1)
-    else:
-        for b, x in arrays.items():
-            times = []
-            for _ in range(windows):
-                t0 = time.perf_counter()
-                jax.block_until_ready(f(x, c))
-                times.append((time.perf_counter() - t0) * 1e6)
-            samples[b] = times
+    calls = {str(b): (lambda x=x: f(x, c)) for b, x in arrays.items()}
+    timed, gpu = devicetime.time_calls(calls, windows, flush_bytes)
+    samples = {b: timed[str(b)] for b in arrays}
     out = []
     for b in nbytes:
         s = samples.get(b) or []

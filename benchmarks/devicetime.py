@@ -124,6 +124,29 @@ def run(
         return session
 
 
+def time_calls(calls: dict[str, Callable[[], object]], windows: int, flush_bytes: int) -> tuple[dict, bool]:
+    """µs of each call in `calls` (compiled and warmed up), `windows` samples each: device time from
+    the profiler trace on a GPU, with `flush_bytes` of memory passed over before each window (0:
+    none); the wall clock elsewhere, which only keeps a script working without a GPU.
+
+    Returns:
+      ({name: [µs, ...]}, whether the times are device times).
+    """
+    if jax.default_backend() == "gpu":
+        flush = cache_flush(flush_bytes) if flush_bytes else None
+        session = run([Job(name, fn, windows=windows) for name, fn in calls.items()], before_window=flush)
+        return {name: per_call_us(session.windows.get(name, []), 1)[0] for name in calls}, True
+    samples = {}
+    for name, fn in calls.items():
+        times = []
+        for _ in range(windows):
+            t0 = time.perf_counter()
+            jax.block_until_ready(fn())
+            times.append((time.perf_counter() - t0) * 1e6)
+        samples[name] = times
+    return samples, False
+
+
 def latest_trace(log_dir: str) -> str:
     """The newest perfetto_trace.json.gz under `log_dir`."""
     paths = glob.glob(os.path.join(log_dir, "plugins", "profile", "*", "perfetto_trace.json.gz"))

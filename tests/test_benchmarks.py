@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import re
 
@@ -543,3 +544,39 @@ def test_run_with_unrolled_loop(tmp_path):
         assert r["injit_unroll"] == 4 and (r["calls_per_loop"] - 1) % 4 == 0 and r["injit_us"] > 0
     with pytest.raises(SystemExit):
         run.parse_args(["--injit-unroll", "0"])
+
+
+def test_param_forms_quick(tmp_path):
+    """benchmarks.param_forms runs (wall clock on the CPU) and writes one record per op, shape,
+    layout, mode and form; on the Triton path each form reaches the kernels as it says (traced,
+    not run): launch.param's form 0 for "scalar", 3 for "row", 2 for "time", and 1 (an array of
+    the steps' shape) for "full" and "row-broadcast"."""
+    import triton_variants
+
+    from benchmarks import param_forms
+
+    out = tmp_path / "forms.json"
+    argv = ["--out", str(out), "--ops", "gae", "--shapes", "8x16", "--layouts", "batch_major", "--windows", "1"]
+    assert param_forms.main(argv) == 0
+    records = json.loads(out.read_text())["records"]
+    assert len(records) == 2 * len(param_forms.FORMS)  # modes × forms
+    assert all(r["wall_us"] > 0 and r["samples"] == 1 for r in records)
+    want = {"scalar": 0, "row": 3, "time": 2, "full": 1, "row-broadcast": 1}
+    for op in param_forms.OPS:
+        for layout, form in itertools.product(shapes.LAYOUTS, param_forms.FORMS):
+            seen = []
+
+            def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, seen=seen):
+                if "BT" in constexprs:  # linear_kernel reading linear_scan's b as an array: HAS_B
+                    seen.append(
+                        1 if constexprs.get("HAS_B") else constexprs.get("B_FULL", constexprs.get("GAMMA_FULL"))
+                    )
+
+            with triton_variants.recording(on_launch):
+                fn, args = param_forms.make_call(op, form, 8, 16, layout, "fwd+bwd", "triton")
+                jax.eval_shape(fn, *args)
+            # The forward launch, and the backward's where it is fused (eligibility traces' backward
+            # with a γλ that varies in time is the reference's vjp, with b as an array).
+            assert seen[0] == want[form], (op, layout, form, seen)
+            if op != "eligibility_traces" or form != "time":
+                assert set(seen) == {want[form]}, (op, layout, form, seen)
