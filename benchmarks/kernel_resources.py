@@ -96,18 +96,28 @@ def recording(launches: list[Launch]):
         yield
 
 
-def case_launches(op: str, n: int, t: int, layout: str, mode: str, dtype: str = "float32") -> list[Launch]:
-    """The launches of one benchmark case, traced on abstract inputs (floating ones of `dtype`)."""
+def case_launches(
+    op: str, n: int, t: int, layout: str, mode: str, dtype: str = "float32", param_form: str = ""
+) -> list[Launch]:
+    """The launches of one benchmark case, traced on abstract inputs (floating ones of `dtype`);
+    with `param_form`, γ and λ (linear_scan's b) in that form of benchmarks.param_forms."""
+    from benchmarks import param_forms
+
     spec = shapes.SPECS[op]
     shape = shapes.shape(n, t, layout)
-    avals = {k: jax.ShapeDtypeStruct(shape, dtype) for k in spec.floats}
+    given = ()
+    if param_form:
+        call, given = param_forms.call_with(op, param_form, n, t, layout, "triton")
+    avals = {k: jax.ShapeDtypeStruct(shape, dtype) for k in spec.floats if k not in given}
     avals.update({k: jax.ShapeDtypeStruct(shape, jax.numpy.bool_) for k in spec.flags})
 
     def fwd(inputs):
+        if param_form:
+            return call(inputs)
         return shapes.call(op, inputs, layout=layout, implementation="triton")
 
     def fwd_bwd(inputs, cotangents):  # as the benchmark's fwd+bwd mode: outputs and input gradients
-        floats = {k: inputs[k] for k in spec.floats}
+        floats = {k: inputs[k] for k in spec.floats if k in inputs}
         rest = {k: v for k, v in inputs.items() if k not in floats}
         outputs, vjp = jax.vjp(lambda f: fwd({**f, **rest}), floats)
         return outputs, vjp(tuple(cotangents))
@@ -208,13 +218,14 @@ def run(
     modes: Sequence[str],
     log=print,
     dtypes: Sequence[str] = ("float32",),
+    param_forms: Sequence[str] = ("",),
 ) -> list[dict]:
     cache: dict[tuple, dict] = {}
     records = []
     for n, t in grid:
         for layout in layouts:
-            for op, mode, dtype in itertools.product(ops, modes, dtypes):
-                launches = case_launches(op, n, t, layout, mode, dtype)
+            for op, mode, dtype, form in itertools.product(ops, modes, dtypes, param_forms):
+                launches = case_launches(op, n, t, layout, mode, dtype, form)
                 rows = []
                 for launch in launches:
                     if launch.variant_key not in cache:
@@ -239,6 +250,8 @@ def run(
                         }
                     )
                 rec = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "dtype": dtype}
+                if form:
+                    rec["param_form"] = form
                 rec["launches"] = rows
                 records.append(rec)
                 main = rows[-1] if rows else None
@@ -269,6 +282,8 @@ def markdown(head: dict, records: Sequence[dict]) -> str:
     ]
     for r in records:
         mode = f"{r['mode']} | {r['dtype']}" if typed else r["mode"]
+        if r.get("param_form"):
+            mode = f"{mode} (γ {r['param_form']})"
         for x in r["launches"]:
             lines.append(
                 f"| {r['op']} | {r['N']}×{r['T']} | {r['layout']} | {mode} | {x['kernel']} P{x['phase']} "
@@ -289,6 +304,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--layouts", default=",".join(shapes.LAYOUTS))
     ap.add_argument("--modes", default=",".join(shapes.MODES))
     ap.add_argument("--dtypes", default="float32", help="comma list of float32, bfloat16 (the floating inputs)")
+    ap.add_argument(
+        "--param-forms",
+        default="",
+        help="comma list of benchmarks.param_forms.FORMS: γ and λ (linear_scan's b) in each form (default: as the "
+        "benchmark gives them)",
+    )
     run_module.add_launch_option(ap, "recorded in the header")
     args = ap.parse_args(argv)
     overrides = [run_module._launch_override(item, ap) for item in args.launch]
@@ -308,8 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         **({"launch": run_module.launch_record(overrides)} if overrides else {}),
     }
     log = functools.partial(print, flush=True)
+    forms = tuple(args.param_forms.split(",")) if args.param_forms else ("",)
     records = run(
-        args.ops.split(","), grid, args.layouts.split(","), args.modes.split(","), log, args.dtypes.split(",")
+        args.ops.split(","), grid, args.layouts.split(","), args.modes.split(","), log, args.dtypes.split(","), forms
     )
     with open(args.out, "w") as f:
         json.dump([head, *records], f, indent=1)

@@ -46,18 +46,27 @@ def form_value(form: str, value: float, n: int, t: int, layout: str) -> jax.Arra
     raise ValueError(f"form={form!r} must be one of {FORMS}")
 
 
-def make_call(op: str, form: str, n: int, t: int, layout: str, mode: str, implementation: str):
-    """`op` on an N×T problem with its parameters in `form` (a function to jit), and its arguments."""
+def call_with(op: str, form: str, n: int, t: int, layout: str, implementation: str):
+    """(call, names): `call(inputs)` runs `op` with its parameters (γ and λ; linear_scan's b) in
+    `form`, held by the call; `names`: those parameters, which `inputs` does not hold."""
     spec = shapes.SPECS[op]
     params = {"b": B_VALUE} if op == "linear_scan" else dict(spec.params)
     given = {k: form_value(form, v, n, t, layout) for k, v in params.items()}
-    inputs = {k: v for k, v in shapes.make_inputs(op, n, t, layout).items() if k not in given}
     step = shapes.shape(n, t, layout)
 
     def call(x: dict) -> tuple:
         kw = {k: jnp.broadcast_to(v, step) for k, v in given.items()} if form == "row-broadcast" else given
         out = getattr(rlscan_jax, op)(**x, **kw, time_axis=shapes.TIME_AXIS[layout], implementation=implementation)
         return tuple(out) if isinstance(out, tuple) else (out,)
+
+    return call, tuple(given)
+
+
+def make_call(op: str, form: str, n: int, t: int, layout: str, mode: str, implementation: str):
+    """`op` on an N×T problem with its parameters in `form` (a function to jit), and its arguments."""
+    spec = shapes.SPECS[op]
+    call, given = call_with(op, form, n, t, layout, implementation)
+    inputs = {k: v for k, v in shapes.make_inputs(op, n, t, layout).items() if k not in given}
 
     fn = run.with_mode(call, mode, [k for k in spec.floats if k in inputs])
     args = (inputs,)

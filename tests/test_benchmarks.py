@@ -511,6 +511,21 @@ def test_kernel_resources_dtypes_and_launch_overrides(tmp_path, monkeypatch):
         kr.main([*argv, "--launch", "NOT_A_CONSTANT=1"])
 
 
+def test_kernel_resources_param_forms():
+    """With a parameter form (benchmarks.param_forms), a case's launches take γ and λ (linear_scan's
+    b) in that form: GAMMA_FULL 3 for one a row, 2 for one a time step, in the forward and fused
+    backward launches alike; b is then no input of the case."""
+    pytest.importorskip("triton")
+    from benchmarks import kernel_resources as kr
+
+    for form, code in (("row", 3), ("time", 2), ("scalar", 0)):
+        launches = kr.case_launches("gae", 4096, 128, "time_major", "fwd+bwd", param_form=form)
+        assert [x.kernel.fn.__name__ for x in launches] == ["gae_kernel", "adjoint_kernel"]
+        assert all(dict(x.constexprs)["GAMMA_FULL"] == dict(x.constexprs)["LAMBDA_FULL"] == code for x in launches)
+    (fwd,) = kr.case_launches("linear_scan", 64, 128, "batch_major", "fwd", param_form="row")
+    assert dict(fwd.constexprs)["GAMMA_FULL"] == 3 and not dict(fwd.constexprs)["HAS_B"]
+
+
 @pytest.mark.parametrize("k, unroll", [(1, 1), (5, 1), (9, 4), (13, 3), (1, 2)])
 def test_make_loop_keeps_every_call(k, unroll):
     # The compiled loop holds one call before the loop and `unroll` in its body: a call whose

@@ -115,12 +115,12 @@ def adjoint_kernel(
         if KIND == 0:
             b_gh += common.load(p_g2, off, m, F64)
         term_p, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
-        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n)
+        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n, N, T)
         b_l_p = b_g_p
         if KIND == 2:
             b_b = b_g_p
         else:
-            b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n)
+            b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n, N, T)
             b_b = b_g_p * b_l_p
         # Nothing enters at t = 0 (the forward pass starts from zero at T-1).
         A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
@@ -136,10 +136,10 @@ def adjoint_kernel(
             if HAS_NEXT or HAS_BOOT:
                 term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
                 last = common.edge(o_t, o_n, T - 1)
-                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
+                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
                 b_l = b_g
                 if KIND == 1:
-                    b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
+                    b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
                 b_k = _bootstrap_grad(u, term, done | last, b_g, b_l, KIND)
                 if HAS_NEXT:
                     common.store(p_dnv, off, b_k, m, STREAM)
@@ -230,7 +230,7 @@ def linear_adjoint_kernel(
             m_prev = m & (o_t < T - 1)[:, None]
             t_edge = T - 1
         # b of the step the adjoint comes from; 0 (nothing enters) where there is none.
-        b_b = common.load_param(p_b, off + d, m_next, B_FULL, F64, o_t + dt, o_n)
+        b_b = common.load_param(p_b, off + d, m_next, B_FULL, F64, o_t + dt, o_n, N, T)
         A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC)
         if PHASE == 3:
             ch = common.lookback(
@@ -245,7 +245,7 @@ def linear_adjoint_kernel(
                 if HAS_INITIAL:
                     b_h = tl.where(at_edge, common.load(p_init, o_n, m_n, F64)[None, :], b_h)
             if HAS_INITIAL:
-                b_b0 = common.load_param(p_b, off, at_edge, B_FULL, F64, o_t, o_n)  # b at the edge alone
+                b_b0 = common.load_param(p_b, off, at_edge, B_FULL, F64, o_t, o_n, N, T)  # b at the edge alone
                 m_e = m_n & (tl.sum(at_edge.to(tl.int32), axis=0) > 0)  # the chunk holds the edge
                 tl.store(p_dinit + o_n, common.row(b_b0 * u, o_t, t_edge).to(p_dinit.dtype.element_ty), mask=m_e)
             if HAS_DB:

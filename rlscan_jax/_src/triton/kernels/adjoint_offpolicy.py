@@ -117,13 +117,13 @@ def vtrace_adjoint_kernel(
         # Step t-1 (none at t = 0): its flags, γ, c and e enter u_t.
         m_p = m & (o_t > 0)[:, None]
         term_p, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
-        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n)
+        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n, N, T)
         b_rho_p = tl.exp(common.load(p_lr, off - ts, m_p, F64))
-        b_c_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n) * tl.minimum(
-            common.load_param(p_c_clip, off - ts, m_p, C_CLIP_FULL, F64, o_t - 1, o_n), b_rho_p
+        b_c_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n, N, T) * tl.minimum(
+            common.load_param(p_c_clip, off - ts, m_p, C_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
         )
         b_pgw_p = tl.minimum(
-            common.load_param(p_pg_clip, off - ts, m_p, PG_CLIP_FULL, F64, o_t - 1, o_n), b_rho_p
+            common.load_param(p_pg_clip, off - ts, m_p, PG_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
         ) * common.load(p_g2, off - ts, m_p, F64)  # π_{t-1} g2_{t-1}
         b_gh = common.load(p_g, off, m, F64) + tl.where(m_p & ~done_p, b_g_p * b_pgw_p, 0.0)
         A, B = common.scan(b_gh, b_g_p * b_c_p, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
@@ -142,10 +142,10 @@ def vtrace_adjoint_kernel(
             b_r = common.load(p_r, off, m, F64)
             b_v = common.load(p_v, off, m, F64)
             b_rho = tl.exp(common.load(p_lr, off, m, F64))
-            b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
-            rho_clip = common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, o_t, o_n)
-            c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n)
-            pg_clip = common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n)
+            b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
+            rho_clip = common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, o_t, o_n, N, T)
+            c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
+            pg_clip = common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n, N, T)
             b_rho_bar = tl.minimum(rho_clip, b_rho)
             b_pg_rho = tl.minimum(pg_clip, b_rho)
             b_g2 = common.load(p_g2, off, m, F64)
@@ -163,7 +163,7 @@ def vtrace_adjoint_kernel(
             delta = b_r + tl.where(term, 0.0, b_g * b_nv) - b_v
             delta_pg = b_r + tl.where(term, 0.0, b_g * b_w) - b_v
             b_db = tl.where(cont, u * b_h1, 0.0)
-            b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
+            b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
             b_dlr = b_rho * (
                 u * delta * _dmin(b_rho, rho_clip)
                 + b_db * b_g * b_lam * _dmin(b_rho, c_clip)
@@ -179,7 +179,7 @@ def vtrace_adjoint_kernel(
                 tl.store(p_dboot + o_n, common.row(b_k, o_t, T - 1).to(p_dboot.dtype.element_ty), mask=m_last)
                 # k_{t-1}: v'_{t-1} is V_t.
                 b_ru_p = tl.minimum(
-                    common.load_param(p_rho_clip, off - ts, m_p, RHO_CLIP_FULL, F64, o_t - 1, o_n), b_rho_p
+                    common.load_param(p_rho_clip, off - ts, m_p, RHO_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
                 )
                 b_ru_p = b_ru_p * _previous(u, ch, m)
                 b_k_p = b_g_p * (b_ru_p + tl.where(done_p, b_pgw_p, 0.0))
@@ -246,10 +246,10 @@ def retrace_adjoint_kernel(
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
         m_p = m & (o_t > 0)[:, None]  # step t-1 exists
         _, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
-        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n)
+        b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n, N, T)
         b_rho = tl.exp(common.load(p_lr, off, m, F64))
-        c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n)
-        b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
+        c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
+        b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
         b_c = b_lam * tl.minimum(c_clip, b_rho)
         A, B = common.scan(common.load(p_g, off, m, F64), b_g_p * b_c, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
         if PHASE == 3:
@@ -262,7 +262,7 @@ def retrace_adjoint_kernel(
             if STORE_U:
                 common.store(p_u, off, u, m, STREAM)
             term, _ = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
-            b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
+            b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
             common.store(p_dnv, off, tl.where(term, 0.0, b_g * u), m, STREAM)
             b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m), 0.0)
             b_q = common.load(p_q, off, m, F64)

@@ -210,7 +210,7 @@ def load_flag(p, off, m):
 
 
 @triton.jit
-def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n):
+def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n, N, T):
     """A parameter of the block [BT, BB] at offsets `off` (steps o_t, rows o_n), by its form
     (launch.param): 0 (False) one value; 1 (True) a per-step array of the rows' layout; 2 one
     value a step shared by the rows ([T], read at o_t); 3 one value a row shared by the steps
@@ -219,7 +219,7 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n):
     if FULL == 2:
         return load(p, tl.broadcast_to(o_t[:, None], off.shape), m, F64)
     elif FULL == 3:
-        return load(p, tl.broadcast_to(o_n[None, :], off.shape), m, F64)
+        return tl.where(m, load(p, o_n, o_n < N, F64)[None, :], 0.0)
     elif FULL:
         return load(p, off, m, F64)
     else:

@@ -61,8 +61,8 @@ def gae_kernel(
         else:
             b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
             b_nv = tl.where(last, b_boot[None, :], common.load(p_v, off + ts, m & ~last, F64))
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
-        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
+        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
         b_disc = b_g * b_nv
         done = last  # nothing enters at the window edge
         if HAS_TERM:

@@ -71,8 +71,9 @@ def linear_kernel(
             b_b = common.load(p_b, s_off, m, F64)
         elif HAS_DECAY:
             s_n = common.step_rows(o_n, INNER, FEAT, HAS_FEAT)
-            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64, o_t, s_n) * common.load_param(
-                p_lam, s_off, m, LAMBDA_FULL, F64, o_t, s_n
+            n_s = N // FEAT  # the per-step arrays' rows
+            b_b = common.load_param(p_gamma, s_off, m, GAMMA_FULL, F64, o_t, s_n, n_s, T) * common.load_param(
+                p_lam, s_off, m, LAMBDA_FULL, F64, o_t, s_n, n_s, T
             )
         else:
             b_b = 1.0

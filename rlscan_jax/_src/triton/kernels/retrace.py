@@ -58,10 +58,10 @@ def retrace_kernel(
         b_r = common.load(p_r, off, m, F64)  # [BT, BB]
         b_nv = common.load(p_nv, off, m, F64)
         b_q1 = common.load(p_q, off + ts, m1, F64)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
-        b_l1 = common.load_param(p_lam, off + ts, m1, LAMBDA_FULL, F64, o_t + 1, o_n)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
+        b_l1 = common.load_param(p_lam, off + ts, m1, LAMBDA_FULL, F64, o_t + 1, o_n, N, T)
         b_c1 = b_l1 * tl.minimum(
-            common.load_param(p_c_clip, off + ts, m1, C_CLIP_FULL, F64, o_t + 1, o_n),
+            common.load_param(p_c_clip, off + ts, m1, C_CLIP_FULL, F64, o_t + 1, o_n, N, T),
             tl.exp(common.load(p_lr, off + ts, m1, F64)),
         )
         b_disc = b_g * b_nv

@@ -82,9 +82,9 @@ def returns_kernel(
             done = done | term
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
         if LAMBDA:
-            b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
+            b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
             b_boot_t = tl.where(done, b_nv, (1.0 - b_l) * b_nv)
             b_b = b_g * b_l
         else:

@@ -75,10 +75,10 @@ def vtrace_kernel(
             b_boot = common.load(p_boot, o_n, o_n < N, F64)  # [BB]
             b_v1 = common.load(p_v, off + ts, m & ~last, F64)
             b_nv = tl.where(last, b_boot[None, :], b_v1)
-        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n)
-        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n)
-        b_rho_bar = tl.minimum(common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, o_t, o_n), b_rho)
-        b_c = b_l * tl.minimum(common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n), b_rho)
+        b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
+        b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
+        b_rho_bar = tl.minimum(common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, o_t, o_n, N, T), b_rho)
+        b_c = b_l * tl.minimum(common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T), b_rho)
         b_disc = b_g * b_nv
         done = last
         term = last & False
@@ -99,7 +99,7 @@ def vtrace_kernel(
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
             b_vs1 = common.previous(b_vs, b_v1 + ch[None, :], t_end, VEC)
             b_w = tl.where(done, b_nv, b_vs1)
-            b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n), b_rho)
+            b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n, N, T), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
             common.store(p_vs, off, b_vs, m, STREAM)
             common.store(p_pg, off, b_pg, m, STREAM)
