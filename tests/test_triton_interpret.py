@@ -959,6 +959,45 @@ def test_linear_scan_smaller_b(reverse, split, monkeypatch):
         cases.assert_close(np.asarray(shared), expected, np.float32, msg=f"{split} vmap shared d/db")
 
 
+@pytest.mark.parametrize("split", ["lookback", "three-launch", "columns"])
+@pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if cases.OPS[op].has_gamma])
+def test_shared_parameters_across_splits(op, split, monkeypatch):
+    """γ and λ one a row and one a time step (launch.param's forms 3 and 2), in rows split across
+    programs: the values, the inputs' gradients and γ's and λ's own (traced) match the reference,
+    both layouts."""
+    spec = cases.OPS[op]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for axis in (0, -1):
+            inp = cases.build(op, cases.MAIN_MODE[op], 37, (3,), axis)
+            pos, step = inp.time_pos, inp.step_shape
+            rng = np.random.default_rng(cases.seed_of(f"{op}{split}{axis}forms"))
+            weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+            names = inp.float_names()
+            floats = [jnp.asarray(inp.args[k]) for k in names]
+            for shared in ("row", "time"):
+                shape = [1 if (i == pos) == (shared == "row") else d for i, d in enumerate(step)]
+                params = {"gamma": jnp.asarray(rng.uniform(0.5, 0.99, size=shape), jnp.float32)}
+                if spec.has_lambda:
+                    params["lambda_"] = jnp.asarray(rng.uniform(0.5, 1.0, size=shape), jnp.float32)
+
+                def loss(impl, inp=inp, names=names, weights=weights):
+                    def f(fl, ps):
+                        outs = cases.call(inp, impl, {**inp.args, **dict(zip(names, fl)), **ps})
+                        return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
+
+                    return f
+
+                got = jax.jit(jax.grad(loss("triton"), argnums=(0, 1)))(floats, params)
+                want = jax.jit(jax.grad(loss("associative"), argnums=(0, 1)))(floats, params)
+                for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+                    cases.assert_close(g, w, np.float32, msg=f"{op} {split} axis {axis} {shared}")
+                values = cases.call(inp, "triton", {**inp.args, **params})
+                expected = cases.call(inp, "associative", {**inp.args, **params})
+                for g, w in zip(values, expected, strict=True):
+                    cases.assert_close(g, w, np.float32, msg=f"{op} {split} axis {axis} {shared} values")
+
+
 def _with_gamma(f, floats):
     return lambda g: f(*floats, gamma=g)
 
