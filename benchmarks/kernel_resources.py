@@ -105,11 +105,12 @@ def case_launches(
 
     spec = shapes.SPECS[op]
     shape = shapes.shape(n, t, layout)
-    given = ()
+    given = {}
     if param_form:
         call, given = param_forms.call_with(op, param_form, n, t, layout, "triton")
     avals = {k: jax.ShapeDtypeStruct(shape, dtype) for k in spec.floats if k not in given}
     avals.update({k: jax.ShapeDtypeStruct(shape, jax.numpy.bool_) for k in spec.flags})
+    avals.update({k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in given.items()})  # held constant
 
     def fwd(inputs):
         if param_form:
@@ -117,7 +118,7 @@ def case_launches(
         return shapes.call(op, inputs, layout=layout, implementation="triton")
 
     def fwd_bwd(inputs, cotangents):  # as the benchmark's fwd+bwd mode: outputs and input gradients
-        floats = {k: inputs[k] for k in spec.floats if k in inputs}
+        floats = {k: inputs[k] for k in spec.floats if k in inputs and k not in given}
         rest = {k: v for k, v in inputs.items() if k not in floats}
         outputs, vjp = jax.vjp(lambda f: fwd({**f, **rest}), floats)
         return outputs, vjp(tuple(cotangents))

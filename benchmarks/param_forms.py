@@ -47,31 +47,38 @@ def form_value(form: str, value: float, n: int, t: int, layout: str) -> jax.Arra
 
 
 def call_with(op: str, form: str, n: int, t: int, layout: str, implementation: str):
-    """(call, names): `call(inputs)` runs `op` with its parameters (γ and λ; linear_scan's b) in
-    `form`, held by the call; `names`: those parameters, which `inputs` does not hold."""
+    """(call, given): `call(inputs)` runs `op` with its parameters (γ and λ; linear_scan's b) in
+    `form`, read from `inputs`; `given`: those parameters' values, by name. They are arguments of
+    the jitted call, as a trainer's would be. Closed over as constants they let XLA fold the
+    broadcast of "row-broadcast" at compile time: the H200 run of 2026-12-05, which did so, timed
+    "row-broadcast" as "full" to within 3 %."""
     spec = shapes.SPECS[op]
     params = {"b": B_VALUE} if op == "linear_scan" else dict(spec.params)
     given = {k: form_value(form, v, n, t, layout) for k, v in params.items()}
     step = shapes.shape(n, t, layout)
 
     def call(x: dict) -> tuple:
-        kw = {k: jnp.broadcast_to(v, step) for k, v in given.items()} if form == "row-broadcast" else given
-        out = getattr(rlscan_jax, op)(**x, **kw, time_axis=shapes.TIME_AXIS[layout], implementation=implementation)
+        kw = {k: x[k] for k in given}
+        if form == "row-broadcast":
+            kw = {k: jnp.broadcast_to(v, step) for k, v in kw.items()}
+        rest = {k: v for k, v in x.items() if k not in given}
+        out = getattr(rlscan_jax, op)(**rest, **kw, time_axis=shapes.TIME_AXIS[layout], implementation=implementation)
         return tuple(out) if isinstance(out, tuple) else (out,)
 
-    return call, tuple(given)
+    return call, given
 
 
 def make_call(op: str, form: str, n: int, t: int, layout: str, mode: str, implementation: str):
-    """`op` on an N×T problem with its parameters in `form` (a function to jit), and its arguments."""
+    """`op` on an N×T problem with its parameters in `form` (a function to jit), and its arguments:
+    the parameters are among them, held constant in "fwd+bwd"."""
     spec = shapes.SPECS[op]
     call, given = call_with(op, form, n, t, layout, implementation)
     inputs = {k: v for k, v in shapes.make_inputs(op, n, t, layout).items() if k not in given}
 
     fn = run.with_mode(call, mode, [k for k in spec.floats if k in inputs])
-    args = (inputs,)
+    args = ({**inputs, **given},)
     if mode == "fwd+bwd":
-        args += (tuple(jnp.ones(o.shape, o.dtype) for o in jax.eval_shape(call, inputs)),)
+        args += (tuple(jnp.ones(o.shape, o.dtype) for o in jax.eval_shape(call, args[0])),)
     return fn, args
 
 

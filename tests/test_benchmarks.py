@@ -590,6 +590,9 @@ def test_param_forms_quick(tmp_path):
             with triton_variants.recording(on_launch):
                 fn, args = param_forms.make_call(op, form, 8, 16, layout, "fwd+bwd", "triton")
                 jax.eval_shape(fn, *args)
+            # The parameters are arguments of the jitted call, not constants XLA could fold.
+            given = {"b"} if op == "linear_scan" else set(shapes.SPECS[op].params)
+            assert given <= set(args[0]), (op, given)
             # The forward launch, and the backward's where it is fused (eligibility traces' backward
             # with a γλ that varies in time is the reference's vjp, with b as an array).
             assert seen[0] == want[form], (op, layout, form, seen)
