@@ -420,14 +420,17 @@ def test_whole_rows_take_their_ops_warps():
             assert seen == [(launch.next_pow2(t), 1, rows, want, cap)], (op, t, seen)
 
 
-def test_register_caps_reach_only_their_launches():
+def test_register_caps_reach_only_their_launches(monkeypatch):
     """ROW_REGISTERS' caps (MAXNREG) reach the launches they name and no other: V-trace's forward
     in [4096, 1] blocks at 16 warps and [1024, 1] blocks at 4, Retrace's adjoint in [4096, 1] blocks
     at 16 warps (float32 rows); not its 8-warp blocks of bfloat16 rows, not float64 scans, not
-    blocks of several rows, split rows or time-major rows, not the other ops' launches."""
+    blocks of several rows, split rows or time-major rows, not the other ops' launches. (The split
+    rows' own caps, SPLIT_REGISTERS, are off here: the next test's.)"""
     from conftest import enable_x64
 
     from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "SPLIT_REGISTERS", {})
 
     assert launch.ROW_REGISTERS == {
         "vtrace_kernel": {(4096, 16): 64, (1024, 4): 64},
@@ -459,7 +462,7 @@ def test_register_caps_reach_only_their_launches():
 
 
 def test_split_register_caps_reach_only_their_passes(monkeypatch):
-    """SPLIT_REGISTERS (empty as shipped) caps the pass of a split launch it names, by PHASE, block and
+    """SPLIT_REGISTERS caps the pass of a split launch it names, by PHASE, block and
     warps, in either layout: here V-trace's adjoint PHASE 2 in time-major column blocks and in a
     single row's blocks, and GAE's forward PHASE 1. Not the other pass, not float64 scans, not rows
     scanned whole, not carry_kernel, not the other ops."""
@@ -467,7 +470,9 @@ def test_split_register_caps_reach_only_their_passes(monkeypatch):
 
     from rlscan_jax._src.triton import launch
 
-    assert launch.SPLIT_REGISTERS == {}
+    # As shipped: V-trace's adjoint PHASE 2 alone (ab_caps.sh, 2026-12-05).
+    assert set(launch.SPLIT_REGISTERS) == {"vtrace_adjoint_kernel"}
+    assert {k[0] for k in launch.SPLIT_REGISTERS["vtrace_adjoint_kernel"]} == {2}
     column = launch._column_plan(launch.geometry((1024, 64), 0), False, "vtrace", 0)
     single = launch.plan(launch.geometry((1, 8192), 1), vector_split=2048)
     assert (single.nseg, single.BB) > (1, 0) and not single.lookback
@@ -504,27 +509,25 @@ def test_split_register_caps_reach_only_their_passes(monkeypatch):
 
 
 def test_one_row_block_kernels_take_fewer_warps(monkeypatch):
-    """ONE_ROW_BLOCK_KERNELS (empty as shipped) gives the named kernels ONE_ROW_BLOCK_WARPS in blocks
-    of one row for every op that launches them: the returns' adjoint (adjoint_kernel) then takes 4
-    warps where their forward (returns_kernel) keeps MAX_WARPS; blocks of several rows keep theirs."""
+    """ONE_ROW_BLOCK_KERNELS (as shipped: the returns' adjoint) gives the named kernels
+    ONE_ROW_BLOCK_WARPS in blocks of one row for every op that launches them: the returns' adjoint
+    (adjoint_kernel) then takes 4 warps where their forward (returns_kernel) keeps MAX_WARPS; blocks
+    of several rows keep theirs."""
     from rlscan_jax._src.triton import launch
 
-    assert launch.ONE_ROW_BLOCK_KERNELS == ()
+    assert launch.ONE_ROW_BLOCK_KERNELS == ("adjoint_kernel",)
     rows = launch.MIN_ROWS_WHOLE
 
-    def warps(op, t, shipped):
-        if not shipped:
-            monkeypatch.setattr(launch, "ONE_ROW_BLOCK_KERNELS", ("adjoint_kernel",))
-        seen = {(name, c["BB"], w) for name, _, w, c in _forward_launches(op, t, rows, np.float32, grad=True)}
-        monkeypatch.setattr(launch, "ONE_ROW_BLOCK_KERNELS", ())
-        return seen
+    def warps(op, t, kernels):
+        monkeypatch.setattr(launch, "ONE_ROW_BLOCK_KERNELS", kernels)
+        return {(name, c["BB"], w) for name, _, w, c in _forward_launches(op, t, rows, np.float32, grad=True)}
 
     for op in ("lambda_returns", "discounted_returns"):
         forward = ("returns_kernel", 1, launch.MAX_WARPS)
-        assert warps(op, 1024, True) == {forward, ("adjoint_kernel", 1, launch.MAX_WARPS)}, op
-        assert warps(op, 1024, False) == {forward, ("adjoint_kernel", 1, launch.ONE_ROW_BLOCK_WARPS)}, op
-        assert warps(op, 256, False) == warps(op, 256, True), op  # [256, 4] blocks
-    assert warps("gae", 1024, False) == warps("gae", 1024, True)  # in ONE_ROW_BLOCK_OPS already
+        assert warps(op, 1024, ()) == {forward, ("adjoint_kernel", 1, launch.MAX_WARPS)}, op
+        assert warps(op, 1024, ("adjoint_kernel",)) == {forward, ("adjoint_kernel", 1, launch.ONE_ROW_BLOCK_WARPS)}, op
+        assert warps(op, 256, ("adjoint_kernel",)) == warps(op, 256, ()), op  # [256, 4] blocks
+    assert warps("gae", 1024, ("adjoint_kernel",)) == warps("gae", 1024, ())  # in ONE_ROW_BLOCK_OPS already
 
 
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):

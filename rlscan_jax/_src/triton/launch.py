@@ -229,11 +229,12 @@ VEC_THREAD_STEPS = True
 # returns 0.99-1.01x.
 ONE_ROW_BLOCK_WARPS = 4
 ONE_ROW_BLOCK_OPS = ("gae", "vtrace", "retrace", "eligibility_traces", "episodic_cumsum", "linear_scan")
-# Kernels that take ONE_ROW_BLOCK_WARPS in blocks of one row for every op that launches them. Empty:
-# ("adjoint_kernel",) would give the returns' adjoint 4 warps (GAE's already has them) while their
-# forward keeps MAX_WARPS, which run 22c measured as their fwd+bwd 1.02-1.05x faster when every
-# launch took 4 warps, their forward 0.85-0.98x; the adjoint alone is untimed (ab_caps.sh).
-ONE_ROW_BLOCK_KERNELS: tuple[str, ...] = ()
+# Kernels that take ONE_ROW_BLOCK_WARPS in blocks of one row for every op that launches them: the
+# returns' adjoint (GAE's has them already), while their forward keeps MAX_WARPS (run 22c: the
+# forward at 4 warps 0.85-0.98x). ab_caps.sh on the H200 (2026-12-05, tune_h200.md run 31),
+# batch-major 4096x1024 fwd+bwd: lambda and discounted returns 1.03-1.04x (float32) and
+# 1.09-1.13x (bfloat16) faster; at 16384x512 1.00-1.01x.
+ONE_ROW_BLOCK_KERNELS: tuple[str, ...] = ("adjoint_kernel",)
 # The same for rows whose floating per-step inputs are all 16-bit (bf16, fp16; narrow_rows), whose
 # steps are half the bytes: VEC 8 loads 8 bf16 steps with one ld.global.v4. Run 9 (benchmark,
 # bfloat16 forward, eight ops): VEC 8 1.04-1.53x faster than 4 for rows of 4096 steps, within 1 %
@@ -458,16 +459,19 @@ ROW_REGISTERS: dict[str, dict[tuple[int, int], int]] = {
 
 
 # Registers a thread for the passes of rows split in two or three launches ({kernel: {(PHASE 1 or
-# 2, block steps, block rows, warps): cap}}; either layout, not float64; absent: no cap). Empty: the
-# caps below were compiled (benchmarks.kernel_resources --launch, triton 3.6 and 3.9), not timed
-# (tune_h200.md, "Prepared for the next GPU session: waves and register caps"; timed by
-# tests/gpu_runs/ab_caps.sh). V-trace's adjoint PHASE 2 in time-major column blocks ([4, 256], 8
-# warps) holds 71 registers (76 in bfloat16), three blocks an SM: its 512 programs at 4096x1024,
-# 1024x4096 and 512x4096 take 1.29 waves, and it took 63.0 of fwd+bwd's 145.4 us at 4096x1024 under
-# Nsight Compute (run 18b). Capped at 64 (8-16 B of spill), four blocks fit: 0.97 waves. In long
-# rows' blocks ([512, 4], [2048, 1], [256, 8]) it holds 146-159 registers, one block an SM; at 128,
-# two (0-68 B of spill).
-SPLIT_REGISTERS: dict[str, dict[tuple[int, int, int, int], int]] = {}
+# 2, block steps, block rows, warps): cap}}; either layout, not float64; absent: no cap).
+# V-trace's adjoint PHASE 2 in time-major column blocks ([4, 256], 8 warps) holds 71 registers (76
+# in bfloat16), three blocks an SM: its 512 programs at 4096x1024, 1024x4096 and 512x4096 take 1.29
+# waves, and it took 63.0 of fwd+bwd's 145.4 us at 4096x1024 under Nsight Compute (run 18b).
+# Capped at 64 (8-16 B of spill), four blocks fit: 0.97 waves. In long rows' blocks ([512, 4],
+# [2048, 1], [256, 8]) it holds 146-159 registers, one block an SM; at 128, two (0-68 B of spill).
+# Compiled in tune_h200.md's "Prepared for the next GPU session: waves and register caps"; timed by
+# tests/gpu_runs/ab_caps.sh on the H200 (2026-12-05, run 31), V-trace fwd+bwd against no cap:
+# time-major float32 1.08x faster at 4096x1024, 1024x4096, 512x4096 and 8x131072, bfloat16
+# 1.01-1.05x; batch-major 8x131072 float32 1.10x; the other cases 0.98-1.02x.
+SPLIT_REGISTERS: dict[str, dict[tuple[int, int, int, int], int]] = {
+    "vtrace_adjoint_kernel": {(2, 4, 256, 8): 64, (2, 512, 4, 8): 128, (2, 2048, 1, 8): 128, (2, 256, 8, 8): 128},
+}
 
 
 class Geometry(NamedTuple):
