@@ -117,6 +117,39 @@ def test_gradients_match_reference(case):
     cases.assert_close(got, want, np.float32, msg=case.id)
 
 
+# γ and λ one a row and one a time step (launch.param's forms 3 and 2) in time-major scans of every
+# plan: look-back (131072x7, 32768x7), split rows (4096x33) and one pass (128x1000), with γ a float
+# and a full array of the same value as controls. On the H200 (2026-12-05) the sanitizer's driver
+# found V-trace's d/dlog_rhos off by up to 1.24 (of 114) at 131072x7 with γ and λ in either form,
+# every other output and gradient right (tests/gpu_runs/README.md, thirty-first session); the Triton
+# interpreter gets it right at 32768x7 in the same look-back plan.
+SHARED_PARAM_SHAPES = ((131072, (7,)), (32768, (7,)), (4096, (33,)), (128, (1000,)))
+
+
+@pytest.mark.parametrize("form", ["float", "full", "row", "time"])
+@pytest.mark.parametrize("T, batch", SHARED_PARAM_SHAPES, ids=str)
+@pytest.mark.parametrize("op", [op for op, spec in cases.OPS.items() if spec.has_gamma])
+def test_gradients_with_shared_parameters(op, T, batch, form):
+    inp = _case(op, cases.MAIN_MODE[op], T, batch, 0, g=0.97).build()
+    if form != "float":
+        pos, step = inp.time_pos, inp.step_shape
+        shape = {
+            "full": step,
+            "row": [1 if i == pos else d for i, d in enumerate(step)],
+            "time": [d if i == pos else 1 for i, d in enumerate(step)],
+        }[form]
+        for k in ("gamma", "lambda_"):
+            if isinstance(inp.args.get(k), float):
+                inp.args[k] = np.full(shape, inp.args[k], np.float32)
+    rng = np.random.default_rng(cases.seed_of(f"{op}-{T}-{batch}"))
+    weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+    got = _grads(inp, "triton", weights)
+    want = _grads(inp, "associative", weights)
+    names = inp.float_names()
+    for name, g, w in zip(names, got, want, strict=True):
+        cases.assert_close(g, w, np.float32, msg=f"{op} {T}x{batch} {form}: d/d{name}")
+
+
 @pytest.mark.parametrize("T, batch", ((128, (4096,)), (131072, (8,))), ids=["one-pass", "split"])
 @pytest.mark.parametrize("op", cases.OP_NAMES)
 def test_deterministic(op, T, batch):
