@@ -231,7 +231,7 @@ ONE_ROW_BLOCK_WARPS = 4
 ONE_ROW_BLOCK_OPS = ("gae", "vtrace", "retrace", "eligibility_traces", "episodic_cumsum", "linear_scan")
 # Kernels that take ONE_ROW_BLOCK_WARPS in blocks of one row for every op that launches them: the
 # returns' adjoint (GAE's has them already), while their forward keeps MAX_WARPS (run 22c: the
-# forward at 4 warps 0.85-0.98x). ab_caps.sh on the H200 (2026-12-05, tune_h200.md run 31),
+# forward at 4 warps 0.85-0.98x). ab_caps.sh on the H200 (2026-12-05, tune_h200.md run 25),
 # batch-major 4096x1024 fwd+bwd: lambda and discounted returns 1.03-1.04x (float32) and
 # 1.09-1.13x (bfloat16) faster; at 16384x512 1.00-1.01x.
 ONE_ROW_BLOCK_KERNELS: tuple[str, ...] = ("adjoint_kernel",)
@@ -466,7 +466,7 @@ ROW_REGISTERS: dict[str, dict[tuple[int, int], int]] = {
 # Capped at 64 (8-16 B of spill), four blocks fit: 0.97 waves. In long rows' blocks ([512, 4],
 # [2048, 1], [256, 8]) it holds 146-159 registers, one block an SM; at 128, two (0-68 B of spill).
 # Compiled in tune_h200.md's "Prepared for the next GPU session: waves and register caps"; timed by
-# tests/gpu_runs/ab_caps.sh on the H200 (2026-12-05, run 31), V-trace fwd+bwd against no cap:
+# tests/gpu_runs/ab_caps.sh on the H200 (2026-12-05, tune_h200.md run 25), V-trace fwd+bwd against no cap:
 # time-major float32 1.08x faster at 4096x1024, 1024x4096, 512x4096 and 8x131072, bfloat16
 # 1.01-1.05x; batch-major 8x131072 float32 1.10x; the other cases 0.98-1.02x.
 SPLIT_REGISTERS: dict[str, dict[tuple[int, int, int, int], int]] = {
