@@ -28,7 +28,7 @@ import rlscan_jax
 from benchmarks import devicetime, run, shapes
 
 FORMS = ("scalar", "row", "time", "full", "row-broadcast")
-OPS = ("gae", "vtrace", "lambda_returns", "discounted_returns", "eligibility_traces", "linear_scan")
+OPS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces", "linear_scan")
 B_VALUE = 0.95  # linear_scan's b in every form
 
 

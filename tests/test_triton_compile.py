@@ -530,6 +530,66 @@ def test_one_row_block_kernels_take_fewer_warps(monkeypatch):
     assert warps("gae", 1024, ("adjoint_kernel",)) == warps("gae", 1024, ())  # in ONE_ROW_BLOCK_OPS already
 
 
+def test_step_vector_kernels_read_one_a_step_as_a_vector():
+    """γ and λ one a time step (launch.param's form 2) reach the kernels of STEP_VECTOR_KERNELS as
+    form 4 (a [BT] vector) in time-major launches, and every other launch as form 2: batch-major
+    ones, V-trace's adjoint and Retrace's kernels (tune_h200.md run 25b measured the vector load
+    slower there, or not at all). In the forward and the fused backward, rows scanned in one pass
+    or split; the other forms pass through unchanged."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.STEP_VECTOR_KERNELS == (
+        "gae_kernel",
+        "vtrace_kernel",
+        "returns_kernel",
+        "linear_kernel",
+        "adjoint_kernel",
+        "linear_adjoint_kernel",
+    )
+    assert launch.param_forms("gae_kernel", 0, {"GAMMA_FULL": 2, "LAMBDA_FULL": 3, "HAS_B": True}) == {"GAMMA_FULL": 4}
+    assert launch.param_forms("linear_adjoint_kernel", 0, {"B_FULL": 2, "HAS_DB": False}) == {"B_FULL": 4}
+    assert launch.param_forms("gae_kernel", 1, {"GAMMA_FULL": 2}) == {}
+    assert launch.param_forms("gae_kernel", 2, {"GAMMA_FULL": 2}) == {}
+    assert launch.param_forms("vtrace_adjoint_kernel", 0, {"GAMMA_FULL": 2}) == {}
+    vector = {
+        "gae_kernel",
+        "vtrace_kernel",
+        "returns_kernel",
+        "linear_kernel",
+        "adjoint_kernel",
+        "linear_adjoint_kernel",
+    }
+    for op in (op for op in cases.OP_NAMES if cases.OPS[op].has_gamma):
+        keys = ("GAMMA_FULL", "LAMBDA_FULL") if cases.OPS[op].has_lambda else ("GAMMA_FULL",)
+        for t, rows, axis in ((16, 64, 0), (4096, 8, 0), (16, 64, -1), (4096, 2, -1)):
+            inp = cases.build(op, cases.MAIN_MODE[op], t, (rows,), axis)
+            shape = [d if i == inp.time_pos else 1 for i, d in enumerate(inp.step_shape)]
+            params = {"gamma": np.full(shape, 0.97, np.float32)}
+            if cases.OPS[op].has_lambda:
+                params["lambda_"] = np.full(shape, 0.9, np.float32)
+            seen = []
+
+            def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, seen=seen, keys=keys):
+                if "BT" in constexprs and not constexprs.get("HAS_B"):  # HAS_B: b an array, not γλ
+                    forms = {k: constexprs[k] for k in ("B_FULL",) if k in constexprs} or {
+                        k: constexprs[k] for k in keys
+                    }
+                    seen.append((kernel.fn.__name__, constexprs["LAYOUT"], forms))
+
+            def loss(a, inp=inp, params=params):
+                outs = cases.call(inp, "triton", {**inp.args, **params, **a})
+                return sum(jnp.sum(o.astype(jnp.float32)) for o in outs)
+
+            with triton_variants.recording(on_launch):
+                jax.eval_shape(jax.grad(loss), {k: inp.args[k] for k in inp.float_names()})
+            assert seen, (op, t, axis)
+            for name, layout, forms in seen:
+                want = 4 if layout == 0 and name in vector else 2
+                assert set(forms.values()) == {want}, (op, t, axis, name, forms)
+            # time-major [T, rows(, features)]: layout 0; batch-major: 1, or 2 with a feature axis
+            assert ({layout for _, layout, _ in seen} == {0}) == (axis == 0), (op, t, axis, seen)
+
+
 def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     """Time-major blocks other than column blocks load TIME_MAJOR_CVEC (8) neighbouring columns a
     thread, or the widest power of two below it that divides N and fits the block, where N is not a

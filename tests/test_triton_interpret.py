@@ -600,7 +600,8 @@ def test_fused_backward(op):
     gradients (GAE, the returns: adjoint_kernel; traces and episodic sums: linear_kernel scanning
     the other way), for γ as one value (0, 0.9, 1: b = 0 drops the carry, b = 1 keeps it) or per
     step, with u written only where γ is traced (its gradient needs u). Eligibility traces with a
-    per-step γ keep the reference's vjp around the adjoint scan, which takes an array of b.
+    per-step γ keep the reference's vjp around the adjoint scan, which takes an array of b. γ of
+    one value a time step reaches the forward and fused backward launches as form 4 (time-major).
     Gradients match the reference in every form, and vmapped over γ (one value a row)."""
     import triton_variants
 
@@ -651,12 +652,15 @@ def test_fused_backward(op):
         with triton_variants.recording(on_launch):
             jax.eval_shape(grads("triton", params, form), floats, jnp.float32(0.9))
         names_ = [name for name, _, _ in launches]
-        if spec.has_gamma:  # launch.param's form of γ in the forward launch
-            want_form = {"per step": 1, "per row": 3, "per time step": 2}.get(form, 0)
+        if spec.has_gamma:  # launch.param's form of γ in the forward launch (time-major: one a time
+            # step read as a [BT] vector, form 4, by every kernel but the off-policy adjoints')
+            want_form = {"per step": 1, "per row": 3, "per time step": 4}.get(form, 0)
             assert launches[0][1]["GAMMA_FULL"] == want_form, (form, launches[0][1]["GAMMA_FULL"])
         if returns_family:
             (bwd,) = [c for name, c, _ in launches if name == "adjoint_kernel"]
             assert bwd["STORE_U"] == (form == "traced"), form
+            if spec.has_gamma:
+                assert bwd["GAMMA_FULL"] == want_form, (form, bwd["GAMMA_FULL"])
             assert "linear_kernel" not in names_, form
         else:
             fwd_reverse = launches[0][1]["REVERSE"]
@@ -750,7 +754,10 @@ def test_fused_backward_offpolicy(op, which):
         (bwd,) = [c for name, c in launches if name == OFFPOLICY_ADJOINT[op]]
         assert bwd["STORE_U"] == traced, form
         want_form = {"per step": 1, "per row": 3, "per time step": 2}.get(form, 0)
-        assert bwd["GAMMA_FULL"] == launches[0][1]["GAMMA_FULL"] == want_form, form
+        # one a time step: V-trace's time-major forward reads it as a [BT] vector (form 4), its
+        # adjoint and Retrace's kernels as a block of addresses (launch.STEP_VECTOR_KERNELS)
+        fwd_form = 4 if (form, op, inp.time_pos) == ("per time step", "vtrace", 0) else want_form
+        assert launches[0][1]["GAMMA_FULL"] == fwd_form and bwd["GAMMA_FULL"] == want_form, form
         got = jax.jit(grads("triton", params, traced))(*at)
         want = jax.jit(grads("associative", params, traced))(*at)
         for name, g, w in zip([*names, "gamma", clip] if traced else names, got, want, strict=True):
@@ -857,10 +864,11 @@ def test_fused_backward_linear_scan(reverse, split, monkeypatch):
 @pytest.mark.parametrize("split", ["one-pass", "lookback", "three-launch"])
 def test_linear_scan_smaller_b(reverse, split, monkeypatch):
     """A b of a smaller shape than a (one value, one a time step, one a row) is read by the forward
-    and the backward kernel as T or N values (launch.param's forms 0, 2, 3), never broadcast to a's
-    shape; its gradient is d b summed over the axes it was broadcast along, and d b is neither
-    written nor h read where b is not differentiated. Values and gradients (a, b, initial) match
-    the float64 oracle's autodiff in both layouts, and under vmap with b batched (one value each)."""
+    and the backward kernel as T or N values (launch.param's forms 0, 2, 3; one a time step as a
+    [BT] vector, form 4, in time-major), never broadcast to a's shape; its gradient is d b summed
+    over the axes it was broadcast along, and d b is neither written nor h read where b is not
+    differentiated. Values and gradients (a, b, initial) match the float64 oracle's autodiff in
+    both layouts, and under vmap with b batched (one value each)."""
     import oracle
     import triton_variants
 
@@ -918,8 +926,10 @@ def test_linear_scan_smaller_b(reverse, split, monkeypatch):
                     fwd = [c for name, c in launches if name == "linear_kernel"]
                     bwd = [c for name, c in launches if name == "linear_adjoint_kernel"]
                     assert fwd and bwd, launches
-                    assert all(not c["HAS_B"] and c["HAS_DECAY"] and c["GAMMA_FULL"] == code for c in fwd), fwd
-                    assert all(c["B_FULL"] == code and c["HAS_DB"] == traced for c in bwd), bwd
+                    # time-major (axis 0): one a time step read as a [BT] vector, form 4
+                    form_code = 4 if (code, axis) == (2, 0) else code
+                    assert all(not c["HAS_B"] and c["HAS_DECAY"] and c["GAMMA_FULL"] == form_code for c in fwd), fwd
+                    assert all(c["B_FULL"] == form_code and c["HAS_DB"] == traced for c in bwd), bwd
                 h = np.asarray(jax.jit(f)(*args))
                 cases.assert_close(h if axis == 0 else h.T, h_want, np.float32, msg=f"{split} {form} axis {axis}")
                 got = [np.asarray(g) for g in jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*args)]
@@ -962,9 +972,9 @@ def test_linear_scan_smaller_b(reverse, split, monkeypatch):
 @pytest.mark.parametrize("split", ["lookback", "three-launch", "columns"])
 @pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if cases.OPS[op].has_gamma])
 def test_shared_parameters_across_splits(op, split, monkeypatch):
-    """γ and λ one a row and one a time step (launch.param's forms 3 and 2), in rows split across
-    programs: the values, the inputs' gradients and γ's and λ's own (traced) match the reference,
-    both layouts."""
+    """γ and λ one a row and one a time step (launch.param's forms 3 and 2, 2 read as a [BT] vector,
+    form 4, in time-major launches), in rows split across programs: the values, the inputs'
+    gradients and γ's and λ's own (traced) match the reference, both layouts."""
     spec = cases.OPS[op]
     with contextlib.ExitStack() as stack:
         stack.enter_context(_tiny_blocks(monkeypatch, split))

@@ -487,6 +487,34 @@ class Geometry(NamedTuple):
         return self.outer * self.inner
 
 
+# The kernels that read a parameter of form 2 (one value a step, shared by the rows: a [T] array) as
+# form 4 in time-major launches: a [BT] vector loaded once a step and broadcast over the block's
+# rows in registers, instead of a [BT, BB] block of T addresses (kernels/common.load_param).
+# Measured on the H200 at 4096x1024 float32 (tune_h200.md run 25b, benchmarks.param_forms with the
+# vector load in every launch, against the block load; 2026-12-05): time-major forward 1.56x
+# (discounted returns, 60.1 -> 38.6 us), 1.94x (lambda-returns), 1.12x (GAE), 1.10x (eligibility
+# traces), 1.12x (linear_scan), 1.06x (V-trace); fwd+bwd 1.03-1.46x, but V-trace's 0.80x
+# (156.6 -> 196.4 us: its adjoint lost 40 us), so not vtrace_adjoint_kernel. Batch-major lost
+# 0-14 % (V-trace fwd+bwd 94.7 -> 103.8 us), so time-major only. Retrace's two kernels were not
+# measured and keep form 2.
+STEP_VECTOR_KERNELS = (
+    "gae_kernel",
+    "vtrace_kernel",
+    "returns_kernel",
+    "linear_kernel",
+    "adjoint_kernel",
+    "linear_adjoint_kernel",
+)
+
+
+def param_forms(name: str, layout: int, flags: dict) -> dict:
+    """The parameter forms (the `*_FULL` constexprs) of kernel `name`'s launch in `layout`:
+    launch.param's, with form 2 read as form 4 where STEP_VECTOR_KERNELS says."""
+    if layout != 0 or name not in STEP_VECTOR_KERNELS:
+        return {}
+    return {k: 4 for k, v in flags.items() if k.endswith("_FULL") and v == 2}
+
+
 def geometry(shape: tuple[int, ...], axis: int) -> Geometry:
     outer = math.prod(shape[:axis])
     inner = math.prod(shape[axis + 1 :])
@@ -746,7 +774,7 @@ def scan_call(
     Batch-major rows scanned whole in blocks of one row, not in float64, take ROW_REGISTERS' cap
     for the kernel, block and warps (the constexpr MAXNREG, custom_call.max_registers), and the two
     passes of split rows SPLIT_REGISTERS' for the kernel, pass, block and warps; every other launch
-    MAXNREG = 0.
+    MAXNREG = 0. A parameter of form 2 in `flags` may reach the kernel as form 4 (param_forms).
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
         return [jnp.zeros(o.shape, o.dtype) for o in outputs]
@@ -760,6 +788,7 @@ def scan_call(
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)
+    meta.update(param_forms(name, g.layout, flags))
     # caps measured on float32 and bfloat16 inputs; float64 scans hold twice the registers a value
     whole = g.layout == 1 and p.BB == 1 and p.nseg == 1 and p.cps == 1 and not f64
     cap = ROW_REGISTERS.get(name, {}).get((p.BT, p.num_warps), 0) if whole else 0
@@ -846,7 +875,8 @@ def param(v: jax.Array, shape: tuple[int, ...], axis: int) -> tuple[jax.Array, i
         2  one value a step, for every row   ([T]: a shape of ones but the time axis)
         3  one value a row, at every step    ([N]: the per-step shape with a time axis of 1)
         1  anything else: the per-step array, broadcast where it is not one already.
-    Forms 0, 2 and 3 are views of the parameter as given: nothing of the per-step shape is written."""
+    Forms 0, 2 and 3 are views of the parameter as given: nothing of the per-step shape is written.
+    scan_call reads form 2 as form 4 in some launches (param_forms)."""
     full = (1,) * (len(shape) - v.ndim) + tuple(v.shape)
     others = [(d, s) for i, (d, s) in enumerate(zip(full, shape)) if i != axis]
     if math.prod(full) == 1:

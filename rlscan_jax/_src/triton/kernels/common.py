@@ -213,11 +213,15 @@ def load_flag(p, off, m):
 def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n, N, T):
     """A parameter of the block [BT, BB] at offsets `off` (steps o_t, rows o_n), by its form
     (launch.param): 0 (False) one value; 1 (True) a per-step array of the rows' layout; 2 one
-    value a step shared by the rows ([T], read at o_t); 3 one value a row shared by the steps
-    ([N], read at o_n). The shared forms are read from arrays of T or N values, never broadcast
-    to the per-step shape in memory; their loads hit the cache."""
+    value a step shared by the rows ([T], read at o_t) as a [BT, BB] block of addresses; 4 the
+    same values loaded once a step as a [BT] vector and broadcast over the rows in registers
+    (launch.STEP_VECTOR_KERNELS); 3 one value a row shared by the steps ([N], read at o_n). The
+    shared forms are read from arrays of T or N values, never broadcast to the per-step shape in
+    memory; their loads hit the cache."""
     if FULL == 2:
         return load(p, tl.broadcast_to(o_t[:, None], off.shape), m, F64)
+    elif FULL == 4:  # o_t may step off the window (o_t - 1, o_t + 1): those lanes are masked by m
+        return tl.where(m, load(p, o_t, (o_t >= 0) & (o_t < T), F64)[:, None], 0.0)
     elif FULL == 3:
         return tl.where(m, load(p, o_n, o_n < N, F64)[None, :], 0.0)
     elif FULL:
