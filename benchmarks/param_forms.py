@@ -119,10 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--windows", type=int, default=10, help="timed calls per case (default 10)")
     p.add_argument("--l2-flush-mib", type=int, default=256, help="flushed before each window (default 256)")
     p.add_argument("--implementation", default=None, help="None (the default), triton, associative, sequential")
+    run.add_launch_option(p, "recorded in the results' header (e.g. STEP_VECTOR_KERNELS=() for form 2 everywhere)")
     a = p.parse_args(argv)
+    overrides = [run._launch_override(item, p) for item in a.launch]
+    run.set_launch(overrides)
     flush = a.l2_flush_mib * 2**20
     records = measure(a.ops, a.shapes, a.layouts, a.modes, a.windows, flush, a.implementation)
     head = {**run.environment(), "l2_flush_bytes": flush, "argv": sys.argv[1:]}
+    if overrides:
+        head["launch"] = run.launch_record(overrides)
     with open(a.out, "w") as f:
         json.dump({**head, "records": records}, f, indent=1)
     for r in records:

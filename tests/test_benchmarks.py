@@ -561,6 +561,34 @@ def test_run_with_unrolled_loop(tmp_path):
         run.parse_args(["--injit-unroll", "0"])
 
 
+def test_param_forms_launch_override(tmp_path, monkeypatch):
+    """param_forms --launch sets a launch constant for the run and records it: with
+    STEP_VECTOR_KERNELS=() a γ one a time step reaches time-major launches as form 2 (the A/B of
+    the vector load against the block load)."""
+    import triton_variants
+
+    from benchmarks import param_forms
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "STEP_VECTOR_KERNELS", launch.STEP_VECTOR_KERNELS)  # main sets it: undone after
+    out = tmp_path / "forms.json"
+    argv = ["--out", str(out), "--ops", "gae", "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
+    assert param_forms.main([*argv, "--launch", "STEP_VECTOR_KERNELS=()"]) == 0
+    assert json.loads(out.read_text())["launch"] == {"STEP_VECTOR_KERNELS": []}
+    assert launch.STEP_VECTOR_KERNELS == ()
+    seen = []
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        seen.append(constexprs["GAMMA_FULL"])
+
+    with triton_variants.recording(on_launch):
+        fn, args = param_forms.make_call("gae", "time", 8, 16, "time_major", "fwd+bwd", "triton")
+        jax.eval_shape(fn, *args)
+    assert seen and set(seen) == {2}, seen
+    with pytest.raises(SystemExit):
+        param_forms.main([*argv, "--launch", "STEP_VECTOR_KERNELS=1"])
+
+
 def test_param_forms_quick(tmp_path):
     """benchmarks.param_forms runs (wall clock on the CPU) and writes one record per op, shape,
     layout, mode and form; on the Triton path each form reaches the kernels as it says (traced,
