@@ -538,7 +538,7 @@ def test_step_vector_kernels_read_one_a_step_as_a_vector():
     or split; the other forms pass through unchanged."""
     from rlscan_jax._src.triton import launch
 
-    assert launch.STEP_VECTOR_KERNELS == (
+    vector = (
         "gae_kernel",
         "vtrace_kernel",
         "returns_kernel",
@@ -546,19 +546,12 @@ def test_step_vector_kernels_read_one_a_step_as_a_vector():
         "adjoint_kernel",
         "linear_adjoint_kernel",
     )
+    assert launch.STEP_VECTOR_KERNELS == vector
     assert launch.param_forms("gae_kernel", 0, {"GAMMA_FULL": 2, "LAMBDA_FULL": 3, "HAS_B": True}) == {"GAMMA_FULL": 4}
     assert launch.param_forms("linear_adjoint_kernel", 0, {"B_FULL": 2, "HAS_DB": False}) == {"B_FULL": 4}
     assert launch.param_forms("gae_kernel", 1, {"GAMMA_FULL": 2}) == {}
     assert launch.param_forms("gae_kernel", 2, {"GAMMA_FULL": 2}) == {}
     assert launch.param_forms("vtrace_adjoint_kernel", 0, {"GAMMA_FULL": 2}) == {}
-    vector = {
-        "gae_kernel",
-        "vtrace_kernel",
-        "returns_kernel",
-        "linear_kernel",
-        "adjoint_kernel",
-        "linear_adjoint_kernel",
-    }
     for op in (op for op in cases.OP_NAMES if cases.OPS[op].has_gamma):
         keys = ("GAMMA_FULL", "LAMBDA_FULL") if cases.OPS[op].has_lambda else ("GAMMA_FULL",)
         for t, rows, axis in ((16, 64, 0), (4096, 8, 0), (16, 64, -1), (4096, 2, -1)):
