@@ -90,10 +90,11 @@ def measure(
     windows: int,
     flush_bytes: int,
     implementation: str,
+    forms: Sequence[str] = FORMS,
 ) -> list[dict]:
     """One record per (op, N×T, layout, mode, form): median µs over `windows` calls."""
     calls, keys = {}, {}
-    for op, (n, t), layout, mode, form in itertools.product(ops, grid, layouts, modes, FORMS):
+    for op, (n, t), layout, mode, form in itertools.product(ops, grid, layouts, modes, forms):
         fn, args = make_call(op, form, n, t, layout, mode, implementation)
         compiled = jax.jit(fn).lower(*args).compile()
         jax.block_until_ready(compiled(*args))
@@ -116,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", type=run._grid, default=((4096, 1024), (65536, 16)), help="NxT,... (4096x1024,65536x16)")
     p.add_argument("--layouts", type=lambda s: run._names(s, shapes.LAYOUTS, "layout"), default=shapes.LAYOUTS)
     p.add_argument("--modes", type=lambda s: run._names(s, shapes.MODES, "mode"), default=shapes.MODES)
+    p.add_argument("--forms", type=lambda s: run._names(s, FORMS, "form"), default=FORMS)
     p.add_argument("--windows", type=int, default=10, help="timed calls per case (default 10)")
     p.add_argument("--l2-flush-mib", type=int, default=256, help="flushed before each window (default 256)")
     p.add_argument("--implementation", default=None, help="None (the default), triton, associative, sequential")
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = [run._launch_override(item, p) for item in a.launch]
     run.set_launch(overrides)
     flush = a.l2_flush_mib * 2**20
-    records = measure(a.ops, a.shapes, a.layouts, a.modes, a.windows, flush, a.implementation)
+    records = measure(a.ops, a.shapes, a.layouts, a.modes, a.windows, flush, a.implementation, a.forms)
     head = {**run.environment(), "l2_flush_bytes": flush, "argv": sys.argv[1:]}
     if overrides:
         head["launch"] = run.launch_record(overrides)

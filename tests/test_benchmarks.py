@@ -562,7 +562,8 @@ def test_run_with_unrolled_loop(tmp_path):
 
 
 def test_param_forms_launch_override(tmp_path, monkeypatch):
-    """param_forms --launch sets a launch constant for the run and records it: with
+    """param_forms --launch sets a launch constant for the run and records it (and --forms keeps
+    the forms named): with
     STEP_VECTOR_KERNELS=() a γ one a time step reaches time-major launches as form 2 (the A/B of
     the vector load against the block load)."""
     import triton_variants
@@ -573,8 +574,10 @@ def test_param_forms_launch_override(tmp_path, monkeypatch):
     monkeypatch.setattr(launch, "STEP_VECTOR_KERNELS", launch.STEP_VECTOR_KERNELS)  # main sets it: undone after
     out = tmp_path / "forms.json"
     argv = ["--out", str(out), "--ops", "gae", "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
-    assert param_forms.main([*argv, "--launch", "STEP_VECTOR_KERNELS=()"]) == 0
-    assert json.loads(out.read_text())["launch"] == {"STEP_VECTOR_KERNELS": []}
+    assert param_forms.main([*argv, "--forms", "time", "--launch", "STEP_VECTOR_KERNELS=()"]) == 0
+    results = json.loads(out.read_text())
+    assert results["launch"] == {"STEP_VECTOR_KERNELS": []}
+    assert sorted((r["form"], r["mode"]) for r in results["records"]) == [("time", "fwd"), ("time", "fwd+bwd")]
     assert launch.STEP_VECTOR_KERNELS == ()
     seen = []
 

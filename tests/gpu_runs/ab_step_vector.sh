@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# γ and λ one a time step read as a [BT] vector (form 4, launch.STEP_VECTOR_KERNELS) against the
+# block of T addresses (form 2), timed in one call with benchmarks.param_forms at 4096x1024
+# (thirty-second session's list, gpu_runs/README.md). Usage, from the repository root on the GPU
+# machine (.whl carried): bash tests/gpu_runs/ab_step_vector.sh OUTDIR [LIMIT_S]
+# Writes OUTDIR/pf_<name>.json: shipped (time-major, "time"), block (STEP_VECTOR_KERNELS=()),
+# retrace_vec (Retrace's two kernels added), retrace_fwd_vec (its forward kernel alone added),
+# vtrace_adj_vec (V-trace's adjoint added), then all (every op, layout, mode and form as shipped)
+# in what is left of LIMIT_S (default 560 s).
+source tests/gpu_runs/wheels.sh
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+out=${1:?usage: ab_step_vector.sh OUTDIR [LIMIT_S]}
+limit=${2:-560}
+mkdir -p "$out"
+six='"gae_kernel","vtrace_kernel","returns_kernel","linear_kernel","adjoint_kernel","linear_adjoint_kernel"'
+pf() {  # NAME ARGS...: one param_forms run at 4096x1024, cut off at what is left of the limit
+  local name=$1; shift
+  local left=$((limit - SECONDS))
+  ((left > 20)) || { echo "== $name: skipped, ${left}s left"; return; }
+  echo "== $name ($(date -u +%T), ${left}s left)"
+  timeout "$left" python3 -m benchmarks.param_forms --shapes 4096x1024 --out "$out/pf_$name.json" "$@" 2>&1 \
+    | grep -E "µs|wrote|Error|error" | tail -40
+}
+tm=(--layouts time_major --forms time)
+pf shipped "${tm[@]}"
+pf block "${tm[@]}" --launch 'STEP_VECTOR_KERNELS=()'
+pf retrace_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\",\"retrace_adjoint_kernel\")"
+pf retrace_fwd_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\")"
+pf vtrace_adj_vec --ops vtrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"vtrace_adjoint_kernel\")"
+pf all
+date -u
