@@ -152,11 +152,15 @@ def aligned_pointers(types: Sequence[str]) -> dict:
     return {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t.startswith("*")}
 
 
-def compile_resources(launch: Launch) -> dict:
-    """Registers, spill bytes and shared memory of one launch's kernel compiled for sm_90."""
+def compile_sm90(launch) -> object:
+    """One launch's kernel (anything with `kernel`, `constexprs`, `types` and `num_warps`: a
+    Launch, a triton_variants variant) compiled for sm_90 as jax-triton compiles it: pointers
+    16-byte aligned, the launch's register cap where it has one."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.compiler import compile as compile_kernel
+
+    from rlscan_jax._src.triton import launch as plans
 
     fn = launch.kernel
     constexprs = dict(launch.constexprs)
@@ -164,10 +168,13 @@ def compile_resources(launch: Launch) -> dict:
     signature = dict(zip(params, launch.types, strict=True))
     signature.update({k: "constexpr" for k in constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned_pointers(launch.types))
-    from rlscan_jax._src.triton import launch as plans
-
     options = plans.compile_options(launch.num_warps, constexprs)  # maxnreg where the launch caps it
-    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
+    return compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def compile_resources(launch: Launch) -> dict:
+    """Registers, spill bytes and shared memory of one launch's kernel compiled for sm_90."""
+    compiled = compile_sm90(launch)
     ptx = compiled.asm["ptx"]
     arch = re.search(r"^\s*\.target\s+(\S+)", ptx, re.MULTILINE).group(1)
     with tempfile.TemporaryDirectory() as d:

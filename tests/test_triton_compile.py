@@ -775,23 +775,9 @@ def _time_major_vector_variants():
     ids=lambda v: v.name,
 )
 def test_compiles_for_sm90(variant):
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    from triton.compiler import compile as compile_kernel
+    from benchmarks.kernel_resources import compile_sm90
 
-    from rlscan_jax._src.triton import launch
-
-    fn = variant.kernel
-    constexprs = dict(variant.constexprs)
-    params = [p for p in fn.arg_names if p not in constexprs]
-    assert len(params) == len(variant.types), variant.name
-    signature = dict(zip(params, variant.types))
-    signature.update({k: "constexpr" for k in constexprs})
-    # jax-triton tells triton that every buffer is 16-byte aligned (its vector loads need that).
-    attrs = {(i,): [["tt.divisibility", 16]] for i, t in enumerate(variant.types) if t.startswith("*")}
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    options = launch.compile_options(variant.num_warps, constexprs)  # maxnreg where the launch caps it
-    compiled = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
+    compiled = compile_sm90(variant)  # as jax-triton compiles it: buffers 16-byte aligned, caps
     assert compiled.asm["cubin"], variant.name
     # Blocks hold their rows in scan order and every scan runs forward: triton lowers a reverse
     # scan with warp shuffles even along an axis a thread holds whole (tune_h200.md, run 4).
