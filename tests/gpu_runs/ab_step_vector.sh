@@ -6,7 +6,7 @@
 # Writes OUTDIR/pf_<name>.json: shipped (time-major, "time"), block (STEP_VECTOR_KERNELS=()),
 # retrace_vec (Retrace's two kernels added), retrace_fwd_vec (its forward kernel alone added),
 # vtrace_adj_vec (V-trace's adjoint added), then all (every op, layout, mode and form as shipped)
-# in what is left of LIMIT_S (default 560 s).
+# in what is left of LIMIT_S (default 560 s) unless ALL=0.
 source tests/gpu_runs/wheels.sh
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 out=${1:?usage: ab_step_vector.sh OUTDIR [LIMIT_S]}
@@ -27,5 +27,5 @@ pf block "${tm[@]}" --launch 'STEP_VECTOR_KERNELS=()'
 pf retrace_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\",\"retrace_adjoint_kernel\")"
 pf retrace_fwd_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\")"
 pf vtrace_adj_vec --ops vtrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"vtrace_adjoint_kernel\")"
-pf all
+[ "${ALL:-1}" = 1 ] && pf all
 date -u
