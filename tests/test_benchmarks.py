@@ -596,7 +596,7 @@ def test_param_forms_quick(tmp_path):
     """benchmarks.param_forms runs (wall clock on the CPU) and writes one record per op, shape,
     layout, mode and form; on the Triton path each form reaches the kernels as it says (traced,
     not run): launch.param's form 0 for "scalar", 3 for "row", 2 for "time" (4, a [BT] vector, in
-    time-major launches but V-trace's adjoint and Retrace's kernels), and 1 (an array of the
+    time-major launches), and 1 (an array of the
     steps' shape) for "full" and "row-broadcast"."""
     import triton_variants
 
@@ -619,9 +619,8 @@ def test_param_forms_quick(tmp_path):
                     seen.append((kernel.fn.__name__, code))
 
             def expected(kernel, layout=layout, form=form):
-                """One a time step, time-major: a [BT] vector (4) but in V-trace's adjoint and Retrace."""
-                vector = layout == "time_major" and not kernel.startswith(("vtrace_adjoint", "retrace"))
-                return 4 if form == "time" and vector else want[form]
+                """One a time step, time-major: a [BT] vector (4) in every kernel."""
+                return 4 if form == "time" and layout == "time_major" else want[form]
 
             with triton_variants.recording(on_launch):
                 fn, args = param_forms.make_call(op, form, 8, 16, layout, "fwd+bwd", "triton")

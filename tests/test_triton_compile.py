@@ -533,25 +533,29 @@ def test_one_row_block_kernels_take_fewer_warps(monkeypatch):
 def test_step_vector_kernels_read_one_a_step_as_a_vector():
     """γ and λ one a time step (launch.param's form 2) reach the kernels of STEP_VECTOR_KERNELS as
     form 4 (a [BT] vector) in time-major launches, and every other launch as form 2: batch-major
-    ones, V-trace's adjoint and Retrace's kernels (tune_h200.md run 25b measured the vector load
-    slower there, or not at all). In the forward and the fused backward, rows scanned in one pass
-    or split; the other forms pass through unchanged."""
+    and general-layout ones (tune_h200.md run 25b measured the vector load slower in batch-major;
+    the general layout is untimed). In the forward and the fused backward, rows scanned in one
+    pass or split; the other forms pass through unchanged."""
     from rlscan_jax._src.triton import launch
 
     vector = (
         "gae_kernel",
         "vtrace_kernel",
+        "retrace_kernel",
         "returns_kernel",
         "linear_kernel",
         "adjoint_kernel",
         "linear_adjoint_kernel",
+        "vtrace_adjoint_kernel",
+        "retrace_adjoint_kernel",
     )
     assert launch.STEP_VECTOR_KERNELS == vector
     assert launch.param_forms("gae_kernel", 0, {"GAMMA_FULL": 2, "LAMBDA_FULL": 3, "HAS_B": True}) == {"GAMMA_FULL": 4}
     assert launch.param_forms("linear_adjoint_kernel", 0, {"B_FULL": 2, "HAS_DB": False}) == {"B_FULL": 4}
     assert launch.param_forms("gae_kernel", 1, {"GAMMA_FULL": 2}) == {}
     assert launch.param_forms("gae_kernel", 2, {"GAMMA_FULL": 2}) == {}
-    assert launch.param_forms("vtrace_adjoint_kernel", 0, {"GAMMA_FULL": 2}) == {}
+    assert launch.param_forms("vtrace_adjoint_kernel", 0, {"GAMMA_FULL": 2}) == {"GAMMA_FULL": 4}
+    assert launch.param_forms("carry_kernel", 0, {"GAMMA_FULL": 2}) == {}  # not in the table
     for op in (op for op in cases.OP_NAMES if cases.OPS[op].has_gamma):
         keys = ("GAMMA_FULL", "LAMBDA_FULL") if cases.OPS[op].has_lambda else ("GAMMA_FULL",)
         for t, rows, axis in ((16, 64, 0), (4096, 8, 0), (16, 64, -1), (4096, 2, -1)):

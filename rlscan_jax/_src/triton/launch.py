@@ -490,20 +490,26 @@ class Geometry(NamedTuple):
 # The kernels that read a parameter of form 2 (one value a step, shared by the rows: a [T] array) as
 # form 4 in time-major launches: a [BT] vector loaded once a step and broadcast over the block's
 # rows in registers, instead of a [BT, BB] block of T addresses (kernels/common.load_param).
-# Measured on the H200 at 4096x1024 float32 (tune_h200.md run 25b, benchmarks.param_forms with the
-# vector load in every launch, against the block load; 2026-12-05): time-major forward 1.56x
-# (discounted returns, 60.1 -> 38.6 us), 1.94x (lambda-returns), 1.12x (GAE), 1.10x (eligibility
-# traces), 1.12x (linear_scan), 1.06x (V-trace); fwd+bwd 1.03-1.46x, but V-trace's 0.80x
-# (156.6 -> 196.4 us: its adjoint lost 40 us), so not vtrace_adjoint_kernel. Batch-major lost
-# 0-14 % (V-trace fwd+bwd 94.7 -> 103.8 us), so time-major only. Retrace's two kernels were not
-# measured and keep form 2.
+# Measured at 4096x1024 float32 (benchmarks.param_forms, the vector load against the block load):
+# - H200, tune_h200.md run 25b (2026-12-05): time-major forward 1.56x (discounted returns, 60.1 ->
+#   38.6 us), 1.94x (lambda-returns), 1.12x (GAE), 1.10x (eligibility traces), 1.12x (linear_scan),
+#   1.06x (V-trace); batch-major lost 0-14 % (V-trace fwd+bwd 94.7 -> 103.8 us): time-major only.
+#   V-trace's adjoint lost there (fwd+bwd 156.6 -> 196.4 us), before its PHASE 2 was capped at 64
+#   registers (SPLIT_REGISTERS): uncapped the vector load takes it to 80 registers, 1.29 waves.
+# - H100 80GB HBM3, run 26 (2026-12-05, tests/gpu_runs/ab_step_vector.sh, one call): with the cap
+#   V-trace's adjoint gains (fwd+bwd 195.0 -> 187.2 us), and so do Retrace's kernels (forward 70.8
+#   -> 65.4 us; fwd+bwd 164.6 -> 154.3, 159.7 with the forward's alone); the six kernels above
+#   1.02-1.70x forward. So every kernel that reads a parameter.
 STEP_VECTOR_KERNELS = (
     "gae_kernel",
     "vtrace_kernel",
+    "retrace_kernel",
     "returns_kernel",
     "linear_kernel",
     "adjoint_kernel",
     "linear_adjoint_kernel",
+    "vtrace_adjoint_kernel",
+    "retrace_adjoint_kernel",
 )
 
 
