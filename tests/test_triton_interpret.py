@@ -653,7 +653,7 @@ def test_fused_backward(op):
             jax.eval_shape(grads("triton", params, form), floats, jnp.float32(0.9))
         names_ = [name for name, _, _ in launches]
         if spec.has_gamma:  # launch.param's form of γ in the forward launch (time-major: one a time
-            # step read as a [BT] vector, form 4, by every kernel but the off-policy adjoints')
+            # step read as a [BT] vector, form 4, by every kernel: launch.STEP_VECTOR_KERNELS)
             want_form = {"per step": 1, "per row": 3, "per time step": 4}.get(form, 0)
             assert launches[0][1]["GAMMA_FULL"] == want_form, (form, launches[0][1]["GAMMA_FULL"])
         if returns_family:
