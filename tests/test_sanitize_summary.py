@@ -67,9 +67,10 @@ def driver(
             return lines
         status = "mismatch" if k < mismatched else "ok"
         lines.append(f"[{k + 1}/{len(calls)}] #{i} {CALLS[i][0]}: {status} (3 launches, 0.3 s)")
-        lines.append(
-            "SWEEP-CALL " + json.dumps({"index": i, "id": CALLS[i][0], "status": status, "variants": CALLS[i][1]})
-        )
+        record = {"index": i, "id": CALLS[i][0], "status": status, "variants": CALLS[i][1]}
+        if status == "mismatch":
+            record["problems"] = ["out: max |err| 0.5"]
+        lines.append("SWEEP-CALL " + json.dumps(record))
     if cut == "result":
         return lines
     result = {
@@ -294,6 +295,8 @@ def test_mismatch(tmp_path):
     s = summarize(write_sweep(tmp_path, memcheck=log))
     assert s["verdict"] == "mismatch"
     assert s["runs"]["memcheck"]["calls"]["mismatched"] == 1
+    i = SHARDS[0][0]  # which call, and what the driver said differed
+    assert s["runs"]["memcheck"]["mismatched_calls"] == [{"index": i, "id": CALLS[i][0], "problems": ["out: max |err| 0.5"]}]
 
 
 def test_a_log_without_shard_lines_is_one_shard(tmp_path):

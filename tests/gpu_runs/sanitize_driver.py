@@ -338,6 +338,8 @@ def sweep(opts) -> int:
                 print(f"{head} {'traced' if opts.trace_only else 'ok'} ({detail})", flush=True)
             status = "mismatch" if problems else "ok"
             record = {"index": index, "id": cid, "status": status, "variants": sorted(map(key_name, keys))}
+            if problems:
+                record["problems"] = problems
             print("SWEEP-CALL " + json.dumps(record), flush=True)
 
     missing = [recorded[k].name for k in recorded if k not in executed]

@@ -440,6 +440,10 @@ def analyse_run(
         ],
         "crashing_calls": pinned,
         "unchecked_calls": unchecked,
+        "mismatched_calls": [  # what differed, where the driver said (before 2026-12-05: only a count)
+            {"index": i, "id": r["id"], "problems": r.get("problems")}
+            for i, r in sorted({i: r for a in attempts for i, r in a["calls_finished"].items() if r["status"] == "mismatch"}.items())
+        ],
         "shards": [
             {k: v for k, v in a.items() if k not in ("result", "env", "calls_given", "calls_finished")}
             | {"in_flight": list(a["in_flight"]) if a["in_flight"] else None}
