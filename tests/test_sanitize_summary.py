@@ -296,7 +296,8 @@ def test_mismatch(tmp_path):
     assert s["verdict"] == "mismatch"
     assert s["runs"]["memcheck"]["calls"]["mismatched"] == 1
     i = SHARDS[0][0]  # which call, and what the driver said differed
-    assert s["runs"]["memcheck"]["mismatched_calls"] == [{"index": i, "id": CALLS[i][0], "problems": ["out: max |err| 0.5"]}]
+    want = [{"index": i, "id": CALLS[i][0], "problems": ["out: max |err| 0.5"]}]
+    assert s["runs"]["memcheck"]["mismatched_calls"] == want
 
 
 def test_a_log_without_shard_lines_is_one_shard(tmp_path):

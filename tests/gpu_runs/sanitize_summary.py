@@ -397,7 +397,8 @@ def analyse_run(
         u["variants_only_here"] = None if variants is None else sorted(set(variants) & set(missing))
     calls = {k: sum(r.get(k, 0) for r in results) for k in ("ok", "failed")}
     # A mismatch counts wherever it was seen, in a process that completed or not.
-    mismatched = {i for a in attempts for i, r in a["calls_finished"].items() if r["status"] == "mismatch"}
+    differ = {i: r for a in attempts for i, r in a["calls_finished"].items() if r["status"] == "mismatch"}
+    mismatched = set(differ)
     calls["mismatched"] = max(len(mismatched), sum(r.get("mismatched", 0) for r in results))
     known = [s["calls"] for s in slots if s["calls"] is not None]
     calls["calls"] = len(set().union(*known)) if known else sum(r.get("calls", 0) for r in results)
@@ -441,8 +442,7 @@ def analyse_run(
         "crashing_calls": pinned,
         "unchecked_calls": unchecked,
         "mismatched_calls": [  # what differed, where the driver said (before 2026-12-05: only a count)
-            {"index": i, "id": r["id"], "problems": r.get("problems")}
-            for i, r in sorted({i: r for a in attempts for i, r in a["calls_finished"].items() if r["status"] == "mismatch"}.items())
+            {"index": i, "id": r["id"], "problems": r.get("problems")} for i, r in sorted(differ.items())
         ],
         "shards": [
             {k: v for k, v in a.items() if k not in ("result", "env", "calls_given", "calls_finished")}
