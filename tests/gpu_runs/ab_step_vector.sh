@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # γ and λ one a time step read as a [BT] vector (form 4, launch.STEP_VECTOR_KERNELS) against the
 # block of T addresses (form 2), timed in one call with benchmarks.param_forms at 4096x1024
-# (thirty-second session's list, gpu_runs/README.md). Usage, from the repository root on the GPU
-# machine (.whl carried): bash tests/gpu_runs/ab_step_vector.sh OUTDIR [LIMIT_S]
-# Writes OUTDIR/pf_<name>.json: shipped (time-major, "time"), block (STEP_VECTOR_KERNELS=()),
-# retrace_vec (Retrace's two kernels added), retrace_fwd_vec (its forward kernel alone added),
-# vtrace_adj_vec (V-trace's adjoint added), then all (every op, layout, mode and form as shipped)
-# in what is left of LIMIT_S (default 560 s) unless ALL=0.
+# (tune_h200.md, run 26). Usage, from the repository root on the GPU machine (.whl carried):
+#   bash tests/gpu_runs/ab_step_vector.sh OUTDIR [LIMIT_S]
+# Writes OUTDIR/pf_<name>.json, time-major, "time" form: shipped (all nine kernels), block
+# (STEP_VECTOR_KERNELS=()), offpolicy_block (V-trace and Retrace with their kernels' block load,
+# the table of the thirty-second session), then all (every op, layout, mode and form as shipped)
+# in what is left of LIMIT_S (default 560 s) unless ALL=0. Run 26 ran this script's version of
+# 02c04b8 (the six-kernel table, with Retrace's kernels or V-trace's adjoint added).
 source tests/gpu_runs/wheels.sh
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 out=${1:?usage: ab_step_vector.sh OUTDIR [LIMIT_S]}
@@ -24,8 +25,6 @@ pf() {  # NAME ARGS...: one param_forms run at 4096x1024, cut off at what is lef
 tm=(--layouts time_major --forms time)
 pf shipped "${tm[@]}"
 pf block "${tm[@]}" --launch 'STEP_VECTOR_KERNELS=()'
-pf retrace_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\",\"retrace_adjoint_kernel\")"
-pf retrace_fwd_vec --ops retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"retrace_kernel\")"
-pf vtrace_adj_vec --ops vtrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six,\"vtrace_adjoint_kernel\")"
+pf offpolicy_block --ops vtrace,retrace "${tm[@]}" --launch "STEP_VECTOR_KERNELS=($six)"
 [ "${ALL:-1}" = 1 ] && pf all
 date -u
