@@ -398,8 +398,7 @@ def analyse_run(
     calls = {k: sum(r.get(k, 0) for r in results) for k in ("ok", "failed")}
     # A mismatch counts wherever it was seen, in a process that completed or not.
     differ = {i: r for a in attempts for i, r in a["calls_finished"].items() if r["status"] == "mismatch"}
-    mismatched = set(differ)
-    calls["mismatched"] = max(len(mismatched), sum(r.get("mismatched", 0) for r in results))
+    calls["mismatched"] = max(len(differ), sum(r.get("mismatched", 0) for r in results))
     known = [s["calls"] for s in slots if s["calls"] is not None]
     calls["calls"] = len(set().union(*known)) if known else sum(r.get("calls", 0) for r in results)
     calls["unchecked"] = len(unchecked)
