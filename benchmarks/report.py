@@ -309,11 +309,14 @@ class _Check:
     """Collects the cases of one target: passed, missed (a failed gate misses), or not measured.
 
     A case passes where its value is at least `level` (at_least), or at most `level`; a missed
-    case needs its value to change by the factor `level / value` (or `value / level`) to pass."""
+    case needs its value to change by the factor `level / value` (or `value / level`) to pass.
+    `bounds` holds, where a copy floor is given, the best value a case could have: `bound` says
+    how it is drawn, and a missed case whose best value misses the level too is out of reach."""
 
-    def __init__(self, title: str, fmt: str, level: float, at_least: bool = True):
-        self.title, self.fmt, self.level, self.at_least = title, fmt, level, at_least
+    def __init__(self, title: str, fmt: str, level: float, at_least: bool = True, bound: str = ""):
+        self.title, self.fmt, self.level, self.at_least, self.bound = title, fmt, level, at_least, bound
         self.items: list[tuple[str, float | None, bool]] = []
+        self.bounds: dict[str, float] = {}
         self.unmeasured = 0
 
     def passes(self, value: float) -> bool:
@@ -331,6 +334,19 @@ class _Check:
             self.unmeasured += 1
         else:
             self.add(_name(r), value)
+
+    def out_of_reach(self, name: str) -> bool:
+        """Whether case `name`'s best possible value (`bounds`) misses the level."""
+        return name in self.bounds and not self.passes(self.bounds[name])
+
+    def show(self, value: float) -> str:
+        """`value` in the check's format, with up to 3 more digits where it would read as the level."""
+        digits, kind = int(self.fmt[1:-1]), self.fmt[-1]
+        for extra in range(4 if value != self.level else 1):
+            fmt = f".{digits + extra}{kind}"
+            if format(value, fmt) != format(self.level, fmt):
+                break
+        return format(value, fmt)
 
     def factor(self, value: float | None) -> float | None:
         """How many times better a missed case's value must get to pass (None: it failed the gate)."""
@@ -367,10 +383,27 @@ def targets(head: dict, records: Sequence[dict], subject: str = "triton") -> lis
     return [c.result() for c in _checks(records, subject)]
 
 
-def _checks(records: Sequence[dict], subject: str) -> list[_Check]:
-    """Every target's cases (see `targets`)."""
+# What a check's best possible value is, given a copy floor (benchmarks.copy_floor's curve).
+_COPY_FRACTION = "the fraction of the limit that a plain copy of the case's bytes reaches"
+_COPY_SPEEDUP = "the baseline's in-jit time over a plain copy of the case's bytes (no loop overhead)"
+_COPY_BF16 = "a plain copy of the bf16 case's bytes over the fp32 case's device time as measured"
+
+
+def _checks(records: Sequence[dict], subject: str, floor: Sequence[dict] | None = None) -> list[_Check]:
+    """Every target's cases (see `targets`); with a copy floor, each case's best possible value."""
     idx = _index(records)
     checks = []
+
+    def copy_us(r):
+        return copy_floor.floor_us(floor, r["bytes_min"]) if floor and r.get("bytes_min") else None
+
+    def bound(c, r, value):
+        if value is not None and r["status"] == "ok":
+            c.bounds[_name(r)] = value
+
+    def copy_fraction(r):
+        t = copy_us(r)
+        return r["bytes_min"] / (r["copy_bw_gbps"] * 1e3) / t if t and r.get("copy_bw_gbps") else None
 
     def device_fraction(r):
         frac, device = fraction(r)
@@ -381,26 +414,35 @@ def _checks(records: Sequence[dict], subject: str) -> list[_Check]:
         return idx.get((k["op"], k["impl"], k["layout"], k["dtype"], r["N"], r["T"], k["mode"]))
 
     big = {"N": lambda r: r["N"] * r["T"] >= BIG}
-    c = _Check("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", ".0%", 0.8)
-    for r in _rows(records, subject, dtype="float32", mode="fwd", **big):
-        c.add_value(r, device_fraction(r))
-    checks.append(c)
-    c = _Check("fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576", ".0%", 0.6)
-    for r in _rows(records, subject, dtype="float32", mode="fwd", N=lambda r: (r["N"], r["T"]) in SHORT_LONG):
-        c.add_value(r, device_fraction(r))
-    checks.append(c)
+    fractions = (
+        ("fp32 fwd ≥ 80% of the bandwidth limit at N·T ≥ 2^22", 0.8, {"dtype": "float32", "mode": "fwd", **big}),
+        (
+            "fp32 fwd ≥ 60% at 65536×16, 32768×8, 8×131072, 1×1048576",
+            0.6,
+            {"dtype": "float32", "mode": "fwd", "N": lambda r: (r["N"], r["T"]) in SHORT_LONG},
+        ),
+    )
+    for title, level, where in fractions:
+        c = _Check(title, ".0%", level, bound=_COPY_FRACTION)
+        for r in _rows(records, subject, **where):
+            c.add_value(r, device_fraction(r))
+            bound(c, r, copy_fraction(r))
+        checks.append(c)
     for base, level in (("associative", 3.0), ("sequential", 50.0)):
-        c = _Check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", ".3g", level)
+        c = _Check(f"≥ {level:g}× faster than {base} (in-jit) at T ≥ 128", ".3g", level, bound=_COPY_SPEEDUP)
         for r in _rows(records, subject, T=lambda r: r["T"] >= 128):
             b = other(r, impl=base)
             if b is not None and b["status"] == "ok":
                 c.add_value(r, speedup(r, b))
+                t = copy_us(r)
+                bound(c, r, b["injit_us"] / t if t and b.get("injit_us") else None)
         checks.append(c)
-    c = _Check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", ".0%", 0.5)
+    c = _Check("fwd+bwd ≥ 50% of its own limit at N·T ≥ 2^22", ".0%", 0.5, bound=_COPY_FRACTION)
     for r in _rows(records, subject, mode="fwd+bwd", **big):
         c.add_value(r, device_fraction(r))
+        bound(c, r, copy_fraction(r))
     checks.append(c)
-    c = _Check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", ".2f", 0.65, at_least=False)
+    c = _Check("bf16 device time ≤ 0.65× fp32 at N·T ≥ 2^22", ".2f", 0.65, at_least=False, bound=_COPY_BF16)
     for r in _rows(records, subject, dtype="bfloat16", **big):
         f = other(r, dtype="float32")
         if f is not None and f["status"] != "ok":
@@ -408,6 +450,8 @@ def _checks(records: Sequence[dict], subject: str) -> list[_Check]:
         elif f is not None:
             ratio = r["device_us"] / f["device_us"] if r.get("device_us") and f.get("device_us") else None
             c.add_value(r, ratio)
+            t = copy_us(r)
+            bound(c, r, t / f["device_us"] if t and f.get("device_us") else None)
     checks.append(c)
     c = _Check("retrace fraction at T=4096 ≥ 0.9 × fraction at T=128 (≈)", ".2f", 0.9)
     for layout in shapes.LAYOUTS:
@@ -436,9 +480,18 @@ def _checks(records: Sequence[dict], subject: str) -> list[_Check]:
     return checks
 
 
-def targets_markdown(head: dict, records: Sequence[dict], subject: str = "triton", source: str = "") -> str:
+def targets_markdown(
+    head: dict,
+    records: Sequence[dict],
+    subject: str = "triton",
+    source: str = "",
+    floor: Sequence[dict] | None = None,
+    floor_source: str = "",
+) -> str:
     """Every target with its status, and every missed case with its value and the factor by which it
-    must get better to pass (the farthest first): what `--targets` prints, in full."""
+    must get better to pass (the farthest first): what `--targets` prints, in full. With a copy
+    floor (`floor`, benchmarks.copy_floor's curve), each missed case's best possible value too, and
+    how many misses are out of reach by it."""
     lines = [
         f"# Performance targets: {subject}",
         "",
@@ -451,7 +504,13 @@ def targets_markdown(head: dict, records: Sequence[dict], subject: str = "triton
         "| target | status | cases passing |",
         "|---|---|---|",
     ]
-    checks = _checks(records, subject)
+    if floor:
+        where = f"`{floor_source}`, " if floor_source else ""
+        lines[2] += (
+            f' "best possible" is drawn from the device time of a plain copy at each size ({where}'
+            "`benchmarks.copy_floor`); a case is out of reach where even that misses the target."
+        )
+    checks = _checks(records, subject, floor)
     for c in checks:
         status, _ = c.result()
         passing = f"{len(c.items) - len(c.missed())}/{len(c.items)}" if c.items else "–"
@@ -466,11 +525,20 @@ def targets_markdown(head: dict, records: Sequence[dict], subject: str = "triton
             key = " ".join(w for w in name.split()[1:] if not w[0].isdigit())
             by[key] = by.get(key, 0) + 1
         lines.append("Missed by layout, dtype and mode: " + ", ".join(f"{k} {v}" for k, v in sorted(by.items())) + ".")
-        lines += ["", "| case | value | needs |", "|---|---|---|"]
+        bounded = any(name in c.bounds for name, _, _ in missed)
+        if bounded:
+            out = sum(c.out_of_reach(name) for name, _, _ in missed)
+            lines.append(f"Best possible: {c.bound}. Out of reach by it: {out} of the {len(missed)} misses.")
+        lines += ["", "| case | value | needs |" + " best possible |" * bounded, "|---|---|---|" + "---|" * bounded]
         for name, value, _ in missed:
-            shown = "FAILED" if value is None else format(value, c.fmt)
+            shown = "FAILED" if value is None else c.show(value)
             needs = c.factor(value)
-            lines.append(f"| {name} | {shown} | {'' if needs is None else f'{needs:.2f}×'} |")
+            row = f"| {name} | {shown} | {'' if needs is None else f'{needs:.2f}×'} |"
+            if bounded:
+                best = c.bounds.get(name)
+                row += "" if best is None else f" {c.show(best)}{', out of reach' * c.out_of_reach(name)}"
+                row += " |"
+            lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -533,7 +601,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = 0
     if a.targets_md:
         with open(a.targets_md, "w") as f:
-            f.write(targets_markdown(head, records, a.subject or "triton", " + ".join(a.results)))
+            f.write(targets_markdown(head, records, a.subject or "triton", " + ".join(a.results), floor, a.copy_floor))
         print(f"wrote {a.targets_md}")
     if a.targets:
         subject = a.subject or "triton"

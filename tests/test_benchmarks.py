@@ -320,16 +320,66 @@ def test_targets_markdown_lists_every_miss_with_its_factor(tmp_path):
     assert out.read_text() == report.targets_markdown({"device": "made up"}, records, source=str(results))
 
 
+def test_targets_markdown_best_possible_from_the_copy_floor(tmp_path):
+    """With a copy floor, each missed case's best possible value: the fraction of the limit a plain
+    copy of its bytes reaches, the baseline's in-jit time over that copy, and (bf16) that copy over the
+    fp32 case's device time; a miss whose best value misses the target too is out of reach."""
+    # A made-up copy that runs at 2200 of the suite's 4000 GB/s at every size: 55 % of every limit.
+    curve = [{"bytes_moved": b, "device_us": b / (2200.0 * 1e3)} for b in (2**16, 2**34)]
+    fp32 = _record("triton", 4096, 1024, fraction=0.45)
+    copy_us = fp32["bytes_min"] / (2200.0 * 1e3)
+    bf16_bytes = shapes.bytes_min("gae", 4096, 1024, "bfloat16", "fwd")
+    records = [
+        fp32,  # in-jit 1.2x its device time: 2.67x its limit
+        _record("associative", 4096, 1024, injit=2.5 * copy_us),  # 2.5 / 0.55 / 2.67: 1.70x; at most 2.5x
+        _record("triton", 4096, 1024, "bfloat16", device=0.9 * fp32["device_us"]),
+        _record("triton", 4096, 1024, mode="fwd+bwd", fraction=0.4),  # a copy's 55 % would pass
+        _record("triton", 32768, 8, fraction=0.3),
+    ]
+    text = report.targets_markdown({"device": "made up"}, records, floor=curve, floor_source="cf.json")
+    assert '"best possible" is drawn from the device time of a plain copy at each size (`cf.json`' in text
+    for title, out in (("80%", "1 of the 1"), ("60%", "1 of the 1"), ("associative", "1 of the 1"),
+                       ("fwd+bwd", "0 of the 1"), ("bf16", "0 of the 1")):  # fmt: skip
+        section = next(part for part in text.split("\n## ")[1:] if title in part.splitlines()[0])
+        assert f"Out of reach by it: {out} misses." in section, section
+    assert "| case | value | needs | best possible |" in text
+    assert "| gae 4096x1024 time_major float32 fwd | 45% | 1.78× | 55%, out of reach |" in text
+    assert "| gae 32768x8 time_major float32 fwd | 30% | 2.00× | 55%, out of reach |" in text
+    assert "| gae 4096x1024 time_major float32 fwd | 1.7 | 1.76× | 2.5, out of reach |" in text
+    assert "| gae 4096x1024 time_major float32 fwd+bwd | 40% | 1.25× | 55% |" in text
+    best = bf16_bytes / (2200.0 * 1e3) / fp32["device_us"]
+    assert f"| gae 4096x1024 time_major bfloat16 fwd | 0.90 | {0.9 / 0.65:.2f}× | {best:.2f} |" in text
+    assert "best possible" not in report.targets_markdown({"device": "made up"}, records)
+    (tmp_path / "cf.json").write_text(json.dumps({"records": curve}))
+    results = tmp_path / "r.json"
+    run.write_results(str(results), {"record": "header", "device": "made up"}, records)
+    out = tmp_path / "t.md"
+    argv = [str(results), "--no-plot", "--out-dir", str(tmp_path), "--targets-md", str(out)]
+    assert report.main([*argv, "--copy-floor", str(tmp_path / "cf.json")]) == 0
+    assert out.read_text() == report.targets_markdown(
+        {"device": "made up"}, records, source=str(results), floor=curve, floor_source=str(tmp_path / "cf.json")
+    )
+
+
+def test_check_shows_a_value_that_rounds_to_the_level_with_more_digits():
+    """A missed 1.502 of an at-most-1.5 target reads 1.502, not 1.50; other values keep the format."""
+    c = report._Check("in-jit", ".2f", 1.5, at_least=False)
+    assert [c.show(1.502), c.show(1.5), c.show(1.7), c.show(1.50004)] == ["1.502", "1.50", "1.70", "1.50004"]
+    c = report._Check("fraction", ".0%", 0.5)
+    assert [c.show(0.4996), c.show(0.42)] == ["49.96%", "42%"]
+
+
 def test_committed_targets_match_the_committed_results():
-    """results/h200_targets.md is what --targets-md makes of results/h200.json (regenerate it after a
-    merge: benchmarks/README.md)."""
+    """results/h200_targets.md is what --targets-md makes of results/h200.json with the H200's copy
+    floor (regenerate it after a merge: benchmarks/README.md)."""
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    source = "benchmarks/results/h200.json"
+    source, floor_source = "benchmarks/results/h200.json", "benchmarks/results/copy_floor_h200.json"
     head, records = report.load([os.path.join(root, source)])
+    floor = copy_floor.load(os.path.join(root, floor_source))
     with open(os.path.join(root, "benchmarks/results/h200_targets.md")) as f:
-        assert f.read() == report.targets_markdown(head, records, source=source)
+        assert f.read() == report.targets_markdown(head, records, source=source, floor=floor, floor_source=floor_source)
 
 
 def test_copy_floor_curve_and_report(tmp_path, capsys):
