@@ -88,6 +88,11 @@ def subject_of(records: Sequence[dict], subject: str | None) -> str:
     return "triton" if "triton" in impls else "associative"
 
 
+def limit_us(r: dict) -> float:
+    """Case `r`'s bandwidth limit: its bytes_min at the run's copy bandwidth, in µs."""
+    return r["bytes_min"] / (r["copy_bw_gbps"] * 1e3)
+
+
 def fraction(r: dict | None) -> tuple[float | None, bool]:
     """(achieved fraction of the bandwidth limit, whether it used device time)."""
     if r is None or r.get("status") != "ok" or not r.get("copy_bw_gbps"):
@@ -95,8 +100,7 @@ def fraction(r: dict | None) -> tuple[float | None, bool]:
     t, device = (r["device_us"], True) if r.get("device_us") else (r.get("injit_us"), False)
     if not t:
         return None, False
-    limit_us = r["bytes_min"] / (r["copy_bw_gbps"] * 1e3)
-    return limit_us / t, device
+    return limit_us(r) / t, device
 
 
 def speedup(subject: dict | None, base: dict | None) -> float | None:
@@ -403,7 +407,7 @@ def _checks(records: Sequence[dict], subject: str, floor: Sequence[dict] | None 
 
     def copy_fraction(r):
         t = copy_us(r)
-        return r["bytes_min"] / (r["copy_bw_gbps"] * 1e3) / t if t and r.get("copy_bw_gbps") else None
+        return limit_us(r) / t if t and r.get("copy_bw_gbps") else None
 
     def device_fraction(r):
         frac, device = fraction(r)
@@ -555,7 +559,7 @@ def floor_summary(records: Sequence[dict], floor: Sequence[dict], subject: str =
         c = copy_floor.floor_us(floor, r["bytes_min"])
         if c is None:
             continue
-        limit = r["bytes_min"] / (r["copy_bw_gbps"] * 1e3)
+        limit = limit_us(r)
         groups.setdefault((r["N"], r["T"], r["layout"]), []).append((limit / c, limit / r["device_us"]))
     for (n, t, layout), v in sorted(groups.items(), key=lambda kv: (kv[0][0] * kv[0][1], kv[0])):
         cf, sf = [x for x, _ in v], [y for _, y in v]
