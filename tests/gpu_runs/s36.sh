@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The thirty-sixth session's device calls (tests/gpu_runs/README.md, run 31). Argument:
+#   first: on an H200, ab_step_vector.sh with ALL=1 (the H200's numbers for run 26's table);
+#          on any other GPU, the "gpu" part below;
+#   gpu (any GPU): run.sh on test_gpu.py alone;  rest (any GPU): run.sh on the other tests of "triton".
+# Run 30's single run.sh call met its 560 s limit about 46 tests short, hence the two parts.
+what=${1:?usage: s36.sh first|gpu|rest}
+if [[ $what == first ]]; then
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) what=h200b;; *) what=gpu;; esac
+fi
+source tests/gpu_runs/wheels.sh
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi -L; python3 -c "import jax, triton; print(jax.__version__, triton.__version__, jax.devices())"
+tests() {  # SELECT NAME
+  SELECT="$1" LIMIT=560 bash tests/gpu_runs/run.sh /tmp/r; cp /tmp/r/summary.json "$OUT/run_s36_$2.json"
+  grep -E "FAILED|ERROR" /tmp/r/pytest.log | head -30
+}
+case "$what" in
+  h200b) ALL=1 bash tests/gpu_runs/ab_step_vector.sh "$OUT/ab" 560;;
+  gpu) tests gpu gpu;;
+  rest) tests "triton and not gpu" rest;;
+esac
+date -u
