@@ -599,9 +599,10 @@ def test_fused_backward(op):
     """The backward pass of the ops in ops.FUSED_BACKWARD is one launch that writes the inputs'
     gradients (GAE, the returns: adjoint_kernel; traces and episodic sums: linear_kernel scanning
     the other way), for γ as one value (0, 0.9, 1: b = 0 drops the carry, b = 1 keeps it) or per
-    step, with u written only where γ is traced (its gradient needs u). Eligibility traces with a
-    per-step γ keep the reference's vjp around the adjoint scan, which takes an array of b. γ of
-    one value a time step reaches the forward and fused backward launches as form 4 (time-major).
+    step, with u written only where γ is traced (its gradient needs u). Eligibility traces' adjoint
+    reads one γ a time step a step later (launchers/adjoint._next_step); with a per-step array γ
+    they keep the reference's vjp around the adjoint scan, which takes an array of b. γ of one
+    value a time step reaches the forward and fused backward launches as form 4 (time-major).
     Gradients match the reference in every form, and vmapped over γ (one value a row)."""
     import triton_variants
 
@@ -665,12 +666,15 @@ def test_fused_backward(op):
         else:
             fwd_reverse = launches[0][1]["REVERSE"]
             bwd = [c for name, c, _ in launches if name == "linear_kernel"][-1]
-            if op == "eligibility_traces" and form in ("per step", "per time step"):  # the reference's vjp
+            if op == "eligibility_traces" and form == "per step":  # the reference's vjp
                 assert (bwd["HAS_B"], bwd["HAS_DECAY"], bwd["HAS_RESET"]) == (True, False, True)
-            else:  # the cotangent scanned the other way, over the raw done flags
+            else:  # the cotangent scanned the other way, over the raw done flags; one γ a time
+                # step read a step later, in the form the forward launch read it
                 assert bwd["REVERSE"] != fwd_reverse and bwd["HAS_RESET"] and not bwd["HAS_B"]
                 assert bwd["RESET_PREV"] == fwd_reverse
                 assert bwd["HAS_DECAY"] == spec.has_gamma
+                if spec.has_gamma:
+                    assert bwd["GAMMA_FULL"] == want_form, (form, bwd["GAMMA_FULL"])
         got = jax.jit(grads("triton", params, form))(floats, jnp.float32(0.9))
         want = jax.jit(grads("associative", params, form))(floats, jnp.float32(0.9))
         for name, g, w in zip(names, got, want, strict=True):

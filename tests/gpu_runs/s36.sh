@@ -2,9 +2,12 @@
 # The thirty-sixth session's device calls (tests/gpu_runs/README.md, run 31). Argument:
 #   first: on an H200, ab_step_vector.sh with ALL=1 (the H200's numbers for run 26's table);
 #          on any other GPU, the "gpu" part below;
-#   gpu (any GPU): run.sh on test_gpu.py alone;  rest (any GPU): run.sh on the other tests of "triton".
+#   gpu (any GPU): run.sh on test_gpu.py alone;  rest (any GPU): run.sh on the other tests of "triton";
+#   traces (any GPU): eligibility traces' adjoint reading a γ or λ that varies in time a step later
+#          (the fused backward, no longer the reference's vjp): test_gpu.py's eligibility traces
+#          tests, then param_forms for eligibility traces at 4096x1024.
 # Run 30's single run.sh call met its 560 s limit about 46 tests short, hence the two parts.
-what=${1:?usage: s36.sh first|gpu|rest}
+what=${1:?usage: s36.sh first|gpu|rest|traces}
 if [[ $what == first ]]; then
   case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) what=h200b;; *) what=gpu;; esac
 fi
@@ -19,5 +22,10 @@ case "$what" in
   h200b) ALL=1 bash tests/gpu_runs/ab_step_vector.sh "$OUT/ab" 560;;
   gpu) tests gpu gpu;;
   rest) tests "triton and not gpu" rest;;
+  traces)
+    SELECT="gpu and eligibility_traces" LIMIT=${TRACES_S:-90} bash tests/gpu_runs/run.sh /tmp/r
+    cp /tmp/r/summary.json "$OUT/run_s36_traces.json"; grep -E "FAILED|ERROR" /tmp/r/pytest.log | head
+    timeout 60 python3 -m benchmarks.param_forms --shapes 4096x1024 --ops eligibility_traces \
+      --forms scalar,time,full --out "$OUT/pf_traces.json" 2>&1 | grep -E "µs|wrote|rror";;
 esac
 date -u

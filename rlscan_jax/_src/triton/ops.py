@@ -128,12 +128,15 @@ def _db(u, reset, h, *, axis, reverse):
     return db
 
 
-def _varies_in_time(v, x: dict, axis: int) -> bool:
-    """Whether a parameter of eligibility traces takes more than one value along the time axis of
-    its per-step shape (done's, or the inputs' where there is no done)."""
+def _per_step_array(v, x: dict, axis: int) -> bool:
+    """Whether a parameter of eligibility traces takes more than one value along time and along
+    another axis of its per-step shape (done's, or the inputs' where there is no done): its fused
+    adjoint would read it a step later from a shifted copy, a pass over an array of the steps'
+    size, which was not measured against the reference's vjp (it is for one a time step)."""
     rank = (x["inputs"] if x.get("done") is None else x["done"]).ndim
     full = (1,) * (rank - v.ndim) + tuple(v.shape)
-    return full[axis % rank] > 1
+    t = axis % rank
+    return full[t] > 1 and any(d > 1 for i, d in enumerate(full) if i != t)
 
 
 def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool):
@@ -143,7 +146,7 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
     xf, _ = _split(x)
     if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
         return None
-    if op == "eligibility_traces" and any(_varies_in_time(v, x, axis) for v in p.values()):
+    if op == "eligibility_traces" and any(_per_step_array(v, x, axis) for v in p.values()):
         return None
     if op in ("gae", "vtrace"):
         xg = {"g": g[0], "g2": g[1]}

@@ -176,8 +176,20 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
 
 
+def _next_step(v, rank, axis):
+    """A parameter of eligibility traces (right-aligned to a per-step shape of `rank` axes, time on
+    `axis`) as the adjoint scan reads it: the decay that carries u_{t+1} back to step t is the
+    forward pass's at t + 1, so a parameter with more than one value along time is read a step
+    later: a copy of it shifted along time, of its own shape (a [T] vector stays one), whose last
+    step meets the scan's zero start and so may take any value."""
+    t = axis % rank - (rank - v.ndim)
+    if t < 0 or v.shape[t] == 1:
+        return v
+    return common.shift_next(v, t, 0.0)
+
+
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
-    """Episodic sums and eligibility traces (γλ one value): the adjoint is the linear kernel's scan
+    """Episodic sums and eligibility traces (γλ in any form): the adjoint is the linear kernel's scan
     of the cotangent in the other direction, with the done flags where the forward pass had
     them one step later (a forward scan's reset at t is done_{t-1}) or earlier."""
     grads = dict(grads)
@@ -189,13 +201,14 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     # u's edge, the same bits.
     initial = jnp.dtype(grads.get("initial", grads["inputs"]))
     wide = store_u or ("initial" in grads and (gamma is not None or initial != jnp.dtype(grads["inputs"])))
+    rank = (g if done is None else done).ndim
     u, _ = linear._forward(
         op,
         g,
         reset=done,
         reset_prev=reverse,
-        gamma=gamma,
-        lam=lam,
+        gamma=None if gamma is None else _next_step(gamma, rank, axis),
+        lam=None if lam is None else _next_step(lam, rank, axis),
         initial=None,
         axis=axis,
         reverse=not reverse,
@@ -209,7 +222,6 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         if gamma is not None:  # γλ at t = 0: one value, or a row's own (one a row, or batched by vmap)
             decay = gamma * lam
             if decay.ndim:
-                rank = (g if done is None else done).ndim
                 decay = decay.reshape((1,) * (rank - decay.ndim) + decay.shape)
                 decay = common.take_time(decay, axis, 0) if decay.shape[axis] > 1 else decay.squeeze(axis)
             edge = jnp.reshape(decay, decay.shape + (1,) * (edge.ndim - decay.ndim)).astype(u.dtype) * edge
