@@ -5,9 +5,12 @@
 #   gpu (any GPU): run.sh on test_gpu.py alone;  rest (any GPU): run.sh on the other tests of "triton";
 #   traces (any GPU): eligibility traces' adjoint reading a γ or λ that varies in time a step later
 #          (the fused backward, no longer the reference's vjp): test_gpu.py's eligibility traces
-#          tests, then param_forms for eligibility traces at 4096x1024.
+#          tests, then param_forms for eligibility traces at 4096x1024;
+#   memcheck (any GPU): memcheck and the plain driver on the 13 calls that launch that backward
+#          (select_calls.py linear_kernel,REVERSE=True,HAS_RESET=True,HAS_DECAY=True,GAMMA_FULL=4 and
+#          the same with GAMMA_FULL=2, LAMBDA_FULL=4, LAMBDA_FULL=2: ids at 465b5fb; none before it).
 # Run 30's single run.sh call met its 560 s limit about 46 tests short, hence the two parts.
-what=${1:?usage: s36.sh first|gpu|rest|traces}
+what=${1:?usage: s36.sh first|gpu|rest|traces|memcheck}
 if [[ $what == first ]]; then
   case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) what=h200b;; *) what=gpu;; esac
 fi
@@ -27,5 +30,10 @@ case "$what" in
     cp /tmp/r/summary.json "$OUT/run_s36_traces.json"; grep -E "FAILED|ERROR" /tmp/r/pytest.log | head
     timeout 60 python3 -m benchmarks.param_forms --shapes 4096x1024 --ops eligibility_traces \
       --forms scalar,time,full --out "$OUT/pf_traces.json" 2>&1 | grep -E "µs|wrote|rror";;
+  memcheck)
+    TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=100 TOTAL_TIMEOUT=${MC_S:-200} \
+      DRIVER_ARGS="--only 937,939,941,943,945,947,949,951,953,955,957,959,961" \
+      bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -25
+    cp /tmp/s/sanitize_summary.json "$OUT/sanitize_traces.json";;
 esac
 date -u
