@@ -600,7 +600,7 @@ def test_fused_backward(op):
     gradients (GAE, the returns: adjoint_kernel; traces and episodic sums: linear_kernel scanning
     the other way), for γ as one value (0, 0.9, 1: b = 0 drops the carry, b = 1 keeps it) or per
     step, with u written only where γ is traced (its gradient needs u). Eligibility traces' adjoint
-    reads one γ a time step a step later (launchers/adjoint._next_step); with a per-step array γ
+    reads one γ a time step a step later (launchers/adjoint._traces, common.shift_param); with a per-step array γ
     they keep the reference's vjp around the adjoint scan, which takes an array of b. γ of one
     value a time step reaches the forward and fused backward launches as form 4 (time-major).
     Gradients match the reference in every form, and vmapped over γ (one value a row)."""

@@ -47,6 +47,16 @@ def shift_prev(x: jax.Array, axis: int, fill) -> jax.Array:
     return jnp.concatenate([_edge(fill, x, axis), body], axis=axis)
 
 
+def shift_param(v: jax.Array, rank: int, axis: int, shift) -> jax.Array:
+    """A parameter right-aligned to a per-step shape of `rank` axes (time on `axis`), shifted a
+    step by `shift` (shift_next or shift_prev, filled with 0) along its own time axis where it
+    takes more than one value there; else as given."""
+    t = axis % rank - (rank - v.ndim)
+    if t < 0 or v.shape[t] == 1:
+        return v
+    return shift(v, t, 0.0)
+
+
 def is_last(shape: tuple[int, ...], axis: int) -> jax.Array:
     """bool, broadcastable to `shape`: true at t = T-1."""
     t = lax.broadcasted_iota(jnp.int32, (shape[axis],), 0)

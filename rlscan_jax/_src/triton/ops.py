@@ -109,9 +109,7 @@ def _adjoint(g_h, b, reset, *, axis, reverse, decay=None):
     if decay is not None and decay.shape == g_h.shape:
         decay = None  # an array of the steps' shape: b itself
     elif decay is not None:
-        t = axis % g_h.ndim - (g_h.ndim - decay.ndim)  # decay's own time axis, if it has one
-        if t >= 0 and decay.shape[t] > 1:
-            decay = shift(decay, t, 0.0)
+        decay = common.shift_param(decay, g_h.ndim, axis, shift)
     if decay is None:
         x, p = {"a": g_h, "b": shift(b, axis, 0.0), "reset": r_adj, "initial": None}, {}
     else:

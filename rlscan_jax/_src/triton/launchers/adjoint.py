@@ -176,18 +176,6 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
 
 
-def _next_step(v, rank, axis):
-    """A parameter of eligibility traces (right-aligned to a per-step shape of `rank` axes, time on
-    `axis`) as the adjoint scan reads it: the decay that carries u_{t+1} back to step t is the
-    forward pass's at t + 1, so a parameter with more than one value along time is read a step
-    later: a copy of it shifted along time, of its own shape (a [T] vector stays one), whose last
-    step meets the scan's zero start and so may take any value."""
-    t = axis % rank - (rank - v.ndim)
-    if t < 0 or v.shape[t] == 1:
-        return v
-    return common.shift_next(v, t, 0.0)
-
-
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     """Episodic sums and eligibility traces (γλ in any form): the adjoint is the linear kernel's scan
     of the cotangent in the other direction, with the done flags where the forward pass had
@@ -202,13 +190,19 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     initial = jnp.dtype(grads.get("initial", grads["inputs"]))
     wide = store_u or ("initial" in grads and (gamma is not None or initial != jnp.dtype(grads["inputs"])))
     rank = (g if done is None else done).ndim
+    # The decay that carries u_{t+1} back to step t is the forward pass's at t + 1: a parameter
+    # with more than one value along time is read from a copy shifted a step (a [T] vector stays
+    # one), whose last step meets the scan's zero start.
+    scan_gamma, scan_lam = (
+        None if v is None else common.shift_param(v, rank, axis, common.shift_next) for v in (gamma, lam)
+    )
     u, _ = linear._forward(
         op,
         g,
         reset=done,
         reset_prev=reverse,
-        gamma=None if gamma is None else _next_step(gamma, rank, axis),
-        lam=None if lam is None else _next_step(lam, rank, axis),
+        gamma=scan_gamma,
+        lam=scan_lam,
         initial=None,
         axis=axis,
         reverse=not reverse,
