@@ -4,6 +4,7 @@
     python -m benchmarks.report benchmarks/results/h200.json --targets
     python -m benchmarks.report a.json b.json --merged-out benchmarks/results/h200.json   # join parts
     python -m benchmarks.report h200.json --targets --copy-floor benchmarks/results/copy_floor_h200.json
+    python -m benchmarks.report h200.json --copy-floor … --readme-table OUT   # README.md's table
 
 Definitions (per op, N×T, layout, dtype, mode):
 - bandwidth limit: bytes_min / copy bandwidth, the time a kernel that moves only the
@@ -30,6 +31,8 @@ from benchmarks import copy_floor, run, shapes
 
 BASELINES = ("associative", "sequential", "rlax")
 BIG = 2**22
+# The rows of README.md's table (--readme-table).
+README_TABLE = {"op": "gae", "dtype": "float32", "mode": "fwd"}
 # The short-horizon and long-row shapes of the 60 % target (N, T).
 SHORT_LONG = {(65536, 16), (32768, 8), (8, 131072), (1, 1048576)}
 
@@ -120,7 +123,7 @@ def _cell_speedup(subject: dict | None, base: dict | None) -> str:
     if base["status"] in ("failed", "error"):
         return base["status"]
     x = speedup(subject, base)
-    return "" if x is None else f"{x:.3g}×"
+    return "" if x is None else f"{_us(x)}×"
 
 
 def _us(x) -> str:
@@ -128,10 +131,16 @@ def _us(x) -> str:
 
 
 def markdown_table(
-    head: dict, records: Sequence[dict], subject: str | None = None, floor: Sequence[dict] | None = None
+    head: dict,
+    records: Sequence[dict],
+    subject: str | None = None,
+    floor: Sequence[dict] | None = None,
+    only: dict | None = None,
 ) -> str:
     """Per op / shape / layout / dtype / mode: the subject's times, % of the limit, speed-ups, and
-    with a copy-floor curve (`floor`) the same-size copy's device time over the subject's."""
+    with a copy-floor curve (`floor`) the same-size copy's device time over the subject's. With
+    `only` ({"op": "gae", "dtype": "float32", "mode": "fwd"}, as README.md's table): those rows
+    alone, without the notes above the table."""
     subject = subject_of(records, subject)
     vs_copy = " vs copy |" if floor else ""
     idx = _index(records)
@@ -156,7 +165,12 @@ def markdown_table(
         f"{' | '.join(f'vs {b}' for b in BASELINES if b != subject)} |",
         "|" + "---|" * (8 + bool(floor) + sum(b != subject for b in BASELINES)),
     ]
+    if only:
+        lines = lines[-2:]
     for op, n, t, layout, dtype, mode in _order(records):
+        case = {"op": op, "layout": layout, "dtype": dtype, "mode": mode}
+        if only and any(case[k] != v for k, v in only.items()):
+            continue
         s = idx.get((op, subject, layout, dtype, n, t, mode))
         row = [op, f"{n}×{t}", layout, dtype, mode]
         if s is None:
@@ -585,6 +599,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--targets-md", help="write every target and every missed case (with the factor it needs) here")
     p.add_argument("--no-plot", action="store_true")
     p.add_argument("--copy-floor", help="benchmarks.copy_floor's JSON: a vs-copy column, and the floor with --targets")
+    p.add_argument("--readme-table", help="write README.md's table here: GAE's float32 forward rows")
     a = p.parse_args(argv)
     floor = copy_floor.load(a.copy_floor) if a.copy_floor else None
 
@@ -602,6 +617,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"wrote {md}")
     if not a.no_plot:
         print(f"wrote {plot(head, records, os.path.join(out_dir, f'{stem}_bandwidth.png'), a.subject)}")
+    if a.readme_table:
+        with open(a.readme_table, "w") as f:
+            f.write(markdown_table(head, records, a.subject, floor, README_TABLE))
+        print(f"wrote {a.readme_table}")
     code = 0
     if a.targets_md:
         with open(a.targets_md, "w") as f:

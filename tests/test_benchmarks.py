@@ -382,6 +382,22 @@ def test_committed_targets_match_the_committed_results():
         assert f.read() == report.targets_markdown(head, records, source=source, floor=floor, floor_source=floor_source)
 
 
+def test_readme_table_is_generated_from_the_committed_results():
+    """README.md's Performance table is what --readme-table makes of results/h200.json with the
+    H200's copy floor: every row of it, nothing else, and the rows of GAE float32 forward alone."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    head, records = report.load([os.path.join(root, "benchmarks/results/h200.json")])
+    floor = copy_floor.load(os.path.join(root, "benchmarks/results/copy_floor_h200.json"))
+    table = report.markdown_table(head, records, None, floor, report.README_TABLE)
+    rows = table.splitlines()[2:]
+    assert len(rows) == 20 and all(r.startswith("| gae | ") and "| float32 | fwd |" in r for r in rows)
+    with open(os.path.join(root, "README.md")) as f:
+        readme = f.read()
+    assert table in readme
+
+
 def test_copy_floor_curve_and_report(tmp_path, capsys):
     """benchmarks.copy_floor runs (wall clock on the CPU), its sizes double per_octave times an
     octave, its interpolation is log-log linear, and the report's vs-copy column and floor lines
