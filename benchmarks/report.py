@@ -294,8 +294,10 @@ def plot(head: dict, records: Sequence[dict], path: str, subject: str | None = N
         ax.set_ylim(0, 1.05 * top)
     axes[0][-1].legend(fontsize=7, loc="upper right")
     basis = "in-jit time (no device time)" if any_injit else "device time"
+    bws = sorted({r["copy_bw_gbps"] for r in mine if r.get("copy_bw_gbps")}) or [head.get("copy_bw_gbps")]
+    bw = f"{bws[0]}" if len(bws) == 1 else f"{min(bws):.0f}–{max(bws):.0f}"  # each record's own run's
     fig.suptitle(
-        f"{subject} on {head.get('device')}: bytes_min / copy bw ({head.get('copy_bw_gbps')} GB/s) / {basis}"
+        f"{subject} on {head.get('device')}: bytes_min / copy bw of the run ({bw} GB/s) / {basis}"
         "\nsolid: time-major [T, N], dashed: batch-major [N, T]",
         fontsize=9,
     )
