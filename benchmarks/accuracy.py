@@ -7,7 +7,8 @@ is the computation's, not the input rounding's). Error = max |out - oracle| / ma
     python -m benchmarks.accuracy                       # associative, sequential (and triton on a GPU)
     TRITON_INTERPRET=1 python -m benchmarks.accuracy --impls triton --rows 1   # the kernels on a CPU
 
-Writes benchmarks/results/accuracy[_<impls>].json and prints a Markdown table.
+Writes benchmarks/results/accuracy[_<impls>].json and prints a Markdown table; README.md's table is
+`table()` of the committed files' records together (a test checks it).
 """
 
 from __future__ import annotations
@@ -52,6 +53,22 @@ def measure(op: str, impl: str, setting: str, dtype: str, T: int, rows: int) -> 
     return err / max(scale, 1e-30)
 
 
+def table(records: list[dict]) -> str:
+    """README.md's table: per op, each implementation and dtype's error, the worse of the settings."""
+    worst: dict = {}
+    for r in records:
+        if r.get("record") != "header":
+            k = (r["op"], r["implementation"], r["dtype"])
+            worst[k] = max(worst.get(k, 0.0), r["rel_err"])
+    cols = [(i, d) for i in dict.fromkeys(k[1] for k in worst) for d in DTYPES if any(k[1:] == (i, d) for k in worst)]
+    short = {"float32": "f32", "bfloat16": "bf16"}
+    lines = ["| op | " + " | ".join(f"{i} {short[d]}" for i, d in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for op in dict.fromkeys(k[0] for k in worst):
+        cells = ["" if (op, *c) not in worst else f"{worst[(op, *c)]:.1e}" for c in cols]
+        lines.append(f"| {op} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impls", default=None, help="comma-separated; default: every implementation that can run")
@@ -85,6 +102,7 @@ def main() -> None:
     with open(out, "w") as fh:
         json.dump([header, *records], fh, indent=1)
     print(f"wrote {out}")
+    print(table(records))
 
 
 if __name__ == "__main__":

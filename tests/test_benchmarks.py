@@ -398,6 +398,27 @@ def test_readme_table_is_generated_from_the_committed_results():
     assert table in readme
 
 
+def test_readme_accuracy_table_is_the_committed_measurement():
+    """README.md's accuracy table is benchmarks.accuracy.table of the committed results: every
+    implementation's error in float32 and bfloat16, the worse of the two settings, for every op."""
+    import json
+    import os
+
+    import cases
+
+    from benchmarks import accuracy
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    records = []
+    for name in ("accuracy_associative-sequential.json", "accuracy_triton.json"):
+        with open(os.path.join(root, "benchmarks/results", name)) as f:
+            records += json.load(f)
+    made = accuracy.table(records)
+    assert len(made.splitlines()) == 2 + len(cases.OP_NAMES) and made.count("e-0") == 6 * len(cases.OP_NAMES)
+    with open(os.path.join(root, "README.md")) as f:
+        assert made in f.read()
+
+
 def test_copy_floor_curve_and_report(tmp_path, capsys):
     """benchmarks.copy_floor runs (wall clock on the CPU), its sizes double per_octave times an
     octave, its interpolation is log-log linear, and the report's vs-copy column and floor lines
