@@ -1140,3 +1140,79 @@ def test_traces_adjoint_scans_16bit_gradients_in_their_dtype(reverse, dtype):
     np.testing.assert_array_equal(got, np.asarray(rounded, np.float32).reshape(u.shape))
     edge = got[-1 if reverse else 0] * ~(done[-1] & reverse)
     np.testing.assert_array_equal(np.asarray(narrow["initial"], np.float32), edge)
+
+
+def _seeds() -> range:
+    """RLSCAN_RANDOM_CASES="A:B" runs seeds A to B-1 (a longer search after a kernel change);
+    CI runs the first 40."""
+    a, b = os.environ.get("RLSCAN_RANDOM_CASES", "0:40").split(":")
+    return range(int(a), int(b))
+
+
+def _random_params(rng, spec, inp, form):
+    """γ and λ in `form`: a float, a traced scalar, one a row, one a step, or the per-step array
+    (one a row or a step sometimes without its leading axes of size 1)."""
+    out = {}
+    for k in ("gamma", "lambda_") if spec.has_lambda else ("gamma",):
+        value = rng.uniform(0.5, 1.0)
+        if form == "float":
+            out[k] = float(value)
+        elif form == "traced":
+            out[k] = np.float32(value)
+        else:
+            pos, step = inp.time_pos, inp.step_shape
+            shape = {
+                "row": [1 if i == pos else d for i, d in enumerate(step)],
+                "step": [d if i == pos else 1 for i, d in enumerate(step)],
+                "full": list(step),
+            }[form]
+            while form != "full" and len(shape) > 1 and shape[0] == 1 and rng.random() < 0.5:
+                shape = shape[1:]
+            out[k] = rng.uniform(0.5, 1.0, size=shape).astype(np.float32)
+    return out
+
+
+@pytest.mark.parametrize("seed", _seeds())
+def test_random_combinations(seed, monkeypatch):
+    """A random op, mode, window length, batch shape, time axis, split of the rows and form of γ and
+    λ (seeded): the forward pass against the float64 oracle, the gradients of every floating input
+    and of γ and λ (where traced) against the reference's, and sometimes a vmap of two copies.
+    The suites above fix each of these in turn; this crosses them."""
+    rng = np.random.default_rng(seed)
+    op = str(rng.choice(cases.OP_NAMES))
+    spec = cases.OPS[op]
+    mode = str(rng.choice(spec.modes))
+    T = int(rng.choice([1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 37, 40]))
+    batch = [(1,), (2,), (3,), (5,), (2, 3), (4,), (1, 2)][rng.integers(7)]
+    axis = int(rng.integers(-1, len(batch) + 1)) if len(batch) > 1 else int(rng.choice([0, -1]))
+    split = str(rng.choice(["one-pass", *SPLITS]))
+    form = str(rng.choice(["float", "traced", "row", "step", "full"])) if spec.has_gamma else "none"
+    inp = cases.build(op, mode, T, batch, axis, seed=seed)
+    if spec.has_gamma:
+        inp.args = {**inp.args, **_random_params(rng, spec, inp, form)}
+    tag = f"seed {seed}: {op} {mode} T={T} batch={batch} axis={axis} {split} γ {form}"
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for got, want in zip(cases.call(inp, "triton"), cases.call_oracle(inp), strict=True):
+            cases.assert_close(got, want, np.float32, msg=f"{tag}, values")
+        args = inp.args
+        names = inp.float_names() + [k for k in ("gamma", "lambda_") if k in args and not isinstance(args[k], float)]
+        weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
+        floats = [jnp.asarray(args[k]) for k in names]
+        argnums = tuple(range(len(names)))
+        grads = jax.grad(_loss(inp, "triton", names, weights), argnums=argnums)(*floats)
+        want = jax.grad(_loss(inp, "associative", names, weights), argnums=argnums)(*floats)
+        for name, g, w in zip(names, grads, want, strict=True):
+            cases.assert_close(g, w, np.float32, msg=f"{tag}, d/d{name}")
+        if rng.random() < 0.3:
+
+            def outputs(*fl):
+                return cases.call(inp, "triton", {**args, **dict(zip(names, fl))})
+
+            stacked = [jnp.stack([x, 1.5 * x]) for x in floats]
+            batched = jax.vmap(outputs)(*stacked)
+            for j in range(2):
+                each = cases.call(inp, "associative", {**args, **{n: s[j] for n, s in zip(names, stacked)}})
+                for got, w in zip(batched, each, strict=True):
+                    cases.assert_close(got[j], w, np.float32, msg=f"{tag}, vmap copy {j}")
