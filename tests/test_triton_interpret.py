@@ -1172,25 +1172,43 @@ def _random_params(rng, spec, inp, form):
     return out
 
 
-@pytest.mark.parametrize("seed", _seeds())
+def _random_case(seed: int) -> dict:
+    """The seed's op, mode, window length T, batch shape, time axis, split and form of γ and λ."""
+    rng = np.random.default_rng(seed)
+    op = str(rng.choice(cases.OP_NAMES))
+    spec = cases.OPS[op]
+    batch = [(1,), (2,), (3,), (5,), (2, 3), (4,), (1, 2)][rng.integers(7)]
+    return dict(
+        op=op,
+        mode=str(rng.choice(spec.modes)),
+        T=int(rng.choice([1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 37, 40])),
+        batch=batch,
+        axis=int(rng.integers(-1, len(batch) + 1)) if len(batch) > 1 else int(rng.choice([0, -1])),
+        split=str(rng.choice(["one-pass", *SPLITS])),
+        form=str(rng.choice(["float", "traced", "row", "step", "full"])) if spec.has_gamma else "none",
+    )
+
+
+def _random_id(seed: int) -> str:
+    c = _random_case(seed)
+    batch = "x".join(map(str, c["batch"]))
+    return f"{seed}-{c['op']}-{c['mode']}-T{c['T']}-B{batch}-ax{c['axis']}-{c['split']}-{c['form']}"
+
+
+@pytest.mark.parametrize("seed", _seeds(), ids=_random_id)
 def test_random_combinations(seed, monkeypatch):
     """A random op, mode, window length, batch shape, time axis, split of the rows and form of γ and
     λ (seeded): the forward pass against the float64 oracle, the gradients of every floating input
     and of γ and λ (where traced) against the reference's, and sometimes a vmap of two copies.
     The suites above fix each of these in turn; this crosses them."""
-    rng = np.random.default_rng(seed)
-    op = str(rng.choice(cases.OP_NAMES))
+    c = _random_case(seed)
+    op, split, form = c["op"], c["split"], c["form"]
     spec = cases.OPS[op]
-    mode = str(rng.choice(spec.modes))
-    T = int(rng.choice([1, 2, 3, 5, 8, 9, 16, 17, 31, 33, 37, 40]))
-    batch = [(1,), (2,), (3,), (5,), (2, 3), (4,), (1, 2)][rng.integers(7)]
-    axis = int(rng.integers(-1, len(batch) + 1)) if len(batch) > 1 else int(rng.choice([0, -1]))
-    split = str(rng.choice(["one-pass", *SPLITS]))
-    form = str(rng.choice(["float", "traced", "row", "step", "full"])) if spec.has_gamma else "none"
-    inp = cases.build(op, mode, T, batch, axis, seed=seed)
+    rng = np.random.default_rng([seed, 1])
+    inp = cases.build(op, c["mode"], c["T"], c["batch"], c["axis"], seed=seed)
     if spec.has_gamma:
         inp.args = {**inp.args, **_random_params(rng, spec, inp, form)}
-    tag = f"seed {seed}: {op} {mode} T={T} batch={batch} axis={axis} {split} γ {form}"
+    tag = f"seed {seed}: {_random_id(seed)}"
     with contextlib.ExitStack() as stack:
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
