@@ -10,6 +10,7 @@ without a GPU. Shapes are small: the interpreter costs tens of microseconds per 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import cases
@@ -1186,26 +1187,36 @@ def _random_case(seed: int) -> dict:
         axis=int(rng.integers(-1, len(batch) + 1)) if len(batch) > 1 else int(rng.choice([0, -1])),
         split=str(rng.choice(["one-pass", *SPLITS])),
         form=str(rng.choice(["float", "traced", "row", "step", "full"])) if spec.has_gamma else "none",
+        dtype=str(rng.choice(["f32", "f32", "f32", "f32", "bf16", "f16"])),
     )
 
 
 def _random_id(seed: int) -> str:
     c = _random_case(seed)
     batch = "x".join(map(str, c["batch"]))
-    return f"{seed}-{c['op']}-{c['mode']}-T{c['T']}-B{batch}-ax{c['axis']}-{c['split']}-{c['form']}"
+    return f"{seed}-{c['op']}-{c['mode']}-T{c['T']}-B{batch}-ax{c['axis']}-{c['split']}-{c['form']}-{c['dtype']}"
 
 
 @pytest.mark.parametrize("seed", _seeds(), ids=_random_id)
 def test_random_combinations(seed, monkeypatch):
-    """A random op, mode, window length, batch shape, time axis, split of the rows and form of γ and
-    λ (seeded): the forward pass against the float64 oracle, the gradients of every floating input
-    and of γ and λ (where traced) against the reference's, and sometimes a vmap of two copies.
-    The suites above fix each of these in turn; this crosses them."""
+    """A random op, mode, window length, batch shape, time axis, split of the rows, form of γ and λ
+    and input dtype (seeded): the forward pass against the float64 oracle, the gradients of every
+    floating input and of γ and λ (where traced) against the reference's, and sometimes a vmap of
+    two copies, within the dtype's tolerance. The suites above fix each of these in turn; this
+    crosses them.
+
+    With 16-bit inputs the gradients of parameters of a smaller shape than the steps' (γ and λ as
+    one value, one a row or one a step; linear_scan's b likewise) are not compared: the Triton
+    backward sums u·h over the steps with h the forward pass's 16-bit output (its residual), where
+    the reference's autodiff keeps h in float32. In a sum with cancellation that rounding shows:
+    seed 397 (linear_scan, b one value, 33×5, bfloat16) gave d/db -0.9375 against -0.8867 from the
+    reference and -0.8855 exact for the same (bfloat16) cotangent (README, Accuracy)."""
     c = _random_case(seed)
     op, split, form = c["op"], c["split"], c["form"]
     spec = cases.OPS[op]
     rng = np.random.default_rng([seed, 1])
-    inp = cases.build(op, c["mode"], c["T"], c["batch"], c["axis"], seed=seed)
+    dt = cases.DTYPES[c["dtype"]]
+    inp = cases.build(op, c["mode"], c["T"], c["batch"], c["axis"], dtype=dt, seed=seed)
     if spec.has_gamma:
         inp.args = {**inp.args, **_random_params(rng, spec, inp, form)}
     tag = f"seed {seed}: {_random_id(seed)}"
@@ -1213,7 +1224,7 @@ def test_random_combinations(seed, monkeypatch):
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
         for got, want in zip(cases.call(inp, "triton"), cases.call_oracle(inp), strict=True):
-            cases.assert_close(got, want, np.float32, msg=f"{tag}, values")
+            cases.assert_close(got, want, dt, msg=f"{tag}, values")
         args = inp.args
         names = inp.float_names() + [k for k in ("gamma", "lambda_") if k in args and not isinstance(args[k], float)]
         weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
@@ -1222,7 +1233,9 @@ def test_random_combinations(seed, monkeypatch):
         grads = jax.grad(_loss(inp, "triton", names, weights), argnums=argnums)(*floats)
         want = jax.grad(_loss(inp, "associative", names, weights), argnums=argnums)(*floats)
         for name, g, w in zip(names, grads, want, strict=True):
-            cases.assert_close(g, w, np.float32, msg=f"{tag}, d/d{name}")
+            summed = name in ("gamma", "lambda_", "b") and np.size(args[name]) < math.prod(inp.step_shape)
+            if dt == np.float32 or not summed:
+                cases.assert_close(g, w, dt, msg=f"{tag}, d/d{name}")
         if rng.random() < 0.3:
 
             def outputs(*fl):
@@ -1233,4 +1246,4 @@ def test_random_combinations(seed, monkeypatch):
             for j in range(2):
                 each = cases.call(inp, "associative", {**args, **{n: s[j] for n, s in zip(names, stacked)}})
                 for got, w in zip(batched, each, strict=True):
-                    cases.assert_close(got[j], w, np.float32, msg=f"{tag}, vmap copy {j}")
+                    cases.assert_close(got[j], w, dt, msg=f"{tag}, vmap copy {j}")
