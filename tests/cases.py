@@ -149,6 +149,14 @@ class Inputs:
     def time_pos(self) -> int:
         return self.axis % len(self.step_shape)
 
+    def param_shape(self, form: str) -> list[int]:
+        """The shape of a parameter (γ, λ) given one a row ("row"), one a time step ("time") or
+        per step ("full"), in this call's layout."""
+        pos, step = self.time_pos, self.step_shape
+        if form == "full":
+            return list(step)
+        return [(d if i == pos else 1) if form == "time" else (1 if i == pos else d) for i, d in enumerate(step)]
+
     def float_names(self) -> list[str]:
         """Names of the floating array arguments present (the differentiable ones)."""
         return [

@@ -131,12 +131,7 @@ SHARED_PARAM_SHAPES = ((131072, (7,)), (32768, (7,)), (4096, (33,)), (128, (1000
 def test_gradients_with_shared_parameters(op, T, batch, form):
     inp = _case(op, cases.MAIN_MODE[op], T, batch, 0, g=0.97).build()
     if form != "float":
-        pos, step = inp.time_pos, inp.step_shape
-        shape = {
-            "full": step,
-            "row": [1 if i == pos else d for i, d in enumerate(step)],
-            "time": [d if i == pos else 1 for i, d in enumerate(step)],
-        }[form]
+        shape = inp.param_shape(form)
         for k in ("gamma", "lambda_"):
             if isinstance(inp.args.get(k), float):
                 inp.args[k] = np.full(shape, inp.args[k], np.float32)

@@ -560,7 +560,7 @@ def test_step_vector_kernels_read_one_a_step_as_a_vector():
         keys = ("GAMMA_FULL", "LAMBDA_FULL") if cases.OPS[op].has_lambda else ("GAMMA_FULL",)
         for t, rows, axis in ((16, 64, 0), (4096, 8, 0), (16, 64, -1), (4096, 2, -1)):
             inp = cases.build(op, cases.MAIN_MODE[op], t, (rows,), axis)
-            shape = [d if i == inp.time_pos else 1 for i, d in enumerate(inp.step_shape)]
+            shape = inp.param_shape("time")
             params = {"gamma": np.full(shape, 0.97, np.float32)}
             if cases.OPS[op].has_lambda:
                 params["lambda_"] = np.full(shape, 0.9, np.float32)

@@ -986,13 +986,12 @@ def test_shared_parameters_across_splits(op, split, monkeypatch):
         stack.enter_context(_tiny_blocks(monkeypatch, split))
         for axis in (0, -1):
             inp = cases.build(op, cases.MAIN_MODE[op], 37, (3,), axis)
-            pos, step = inp.time_pos, inp.step_shape
             rng = np.random.default_rng(cases.seed_of(f"{op}{split}{axis}forms"))
             weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
             names = inp.float_names()
             floats = [jnp.asarray(inp.args[k]) for k in names]
             for shared in ("row", "time"):
-                shape = [1 if (i == pos) == (shared == "row") else d for i, d in enumerate(step)]
+                shape = inp.param_shape(shared)
                 params = {"gamma": jnp.asarray(rng.uniform(0.5, 0.99, size=shape), jnp.float32)}
                 if spec.has_lambda:
                     params["lambda_"] = jnp.asarray(rng.uniform(0.5, 1.0, size=shape), jnp.float32)
@@ -1161,12 +1160,7 @@ def _random_params(rng, spec, inp, form):
         elif form == "traced":
             out[k] = np.float32(value)
         else:
-            pos, step = inp.time_pos, inp.step_shape
-            shape = {
-                "row": [1 if i == pos else d for i, d in enumerate(step)],
-                "step": [d if i == pos else 1 for i, d in enumerate(step)],
-                "full": list(step),
-            }[form]
+            shape = inp.param_shape("time" if form == "step" else form)
             while form != "full" and len(shape) > 1 and shape[0] == 1 and rng.random() < 0.5:
                 shape = shape[1:]
             out[k] = rng.uniform(0.5, 1.0, size=shape).astype(np.float32)

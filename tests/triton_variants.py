@@ -171,8 +171,7 @@ def _call(op, mode, T, batch, axis, dtype, flag_dtype, gamma) -> tuple[cases.Inp
     gamma = 0.9 if shared else gamma
     inp = cases.build(op, mode, T, batch, axis, dtype=dtype, gamma=gamma if spec.has_gamma else None, lambda_=lam)
     if shared:
-        pos, step = inp.time_pos, inp.step_shape
-        shape = [1 if (i == pos) == (shared == "row") else d for i, d in enumerate(step)]
+        shape = inp.param_shape(shared)
         inp.args["gamma"] = np.full(shape, 0.97, np.float32)
         if spec.has_lambda:
             inp.args["lambda_"] = np.full(shape, 0.9, np.float32)
