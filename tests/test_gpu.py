@@ -135,16 +135,52 @@ def test_gradients_with_shared_parameters(op, T, batch, form):
         for k in ("gamma", "lambda_"):
             if isinstance(inp.args.get(k), float):
                 inp.args[k] = np.full(shape, inp.args[k], np.float32)
+    _compare_gradients(inp, np.float32, f"{op} {T}x{batch} {form}")
+
+
+def _compare_gradients(inp, dtype, tag, params_dtype=None):
+    """Every floating input's gradient (γ and λ where arrays) from the kernels against the
+    reference's, within `dtype`'s tolerance; γ, λ and linear_scan's b within `params_dtype`'s
+    where given. log ρ is first moved 1e-6 away from 0 (above)."""
     if "log_rhos" in inp.args:
-        lr = np.asarray(inp.args["log_rhos"])
-        inp.args["log_rhos"] = np.where(np.abs(lr) < 1e-6, np.where(lr < 0, -1e-6, 1e-6), lr).astype(lr.dtype)
-    rng = np.random.default_rng(cases.seed_of(f"{op}-{T}-{batch}"))
+        lr = np.asarray(inp.args["log_rhos"], np.float32)
+        lr = np.where(np.abs(lr) < 1e-6, np.where(lr < 0, -1e-6, 1e-6), lr)
+        inp.args["log_rhos"] = jnp.asarray(lr, jnp.asarray(inp.args["log_rhos"]).dtype)
+    rng = np.random.default_rng(cases.seed_of(tag))
     weights = [rng.normal(size=o.shape).astype(np.float32) for o in cases.call(inp, "associative")]
     got = _grads(inp, "triton", weights)
     want = _grads(inp, "associative", weights)
-    names = inp.float_names()
-    for name, g, w in zip(names, got, want, strict=True):
-        cases.assert_close(g, w, np.float32, msg=f"{op} {T}x{batch} {form}: d/d{name}")
+    for name, g, w in zip(inp.float_names(), got, want, strict=True):
+        param = params_dtype is not None and name in ("gamma", "lambda_", "b")
+        cases.assert_close(g, w, params_dtype if param else dtype, msg=f"{tag}: d/d{name}")
+
+
+# bfloat16 inputs with γ and λ traced as one value, one a row or one a time step (linear_scan: b
+# likewise): such a parameter's gradient sums u·h over its steps, with h the scan again in float32
+# (ops.py, param_residual), not the forward pass's 16-bit output. Both implementations then sum
+# the same float32 terms (the cotangent is the same bfloat16 rounding of the weights), so these
+# gradients are held to float32's tolerance; the others to bfloat16's. With the 16-bit h, 36 such
+# cases through the interpreter (33x5 and 200x3) were up to 1.6e-2 off the reference (scaled by
+# max(1, |d|)), 3.7e-6 with the float32 h; linear_scan's d/db at seed 397 of
+# test_random_combinations was 5.9 % off the exact value.
+BF16_PARAM_CASES = ((4096, (33,), 0), (128, (1000,), 0), (131072, (7,), 0), (4096, (33,), -1))
+_LINEAR_SCAN_FORM = {"traced": "rev-scalar", "row": "fwd-row", "time": "rev-bcast"}
+
+
+@pytest.mark.parametrize("form", ["traced", "row", "time"])
+@pytest.mark.parametrize("T, batch, axis", BF16_PARAM_CASES, ids=str)
+@pytest.mark.parametrize("op", [op for op, spec in cases.OPS.items() if spec.has_gamma] + ["linear_scan"])
+def test_bfloat16_parameter_gradients(op, T, batch, axis, form):
+    if op == "linear_scan":
+        inp = _case(op, _LINEAR_SCAN_FORM[form], T, batch, axis).build(dtype=jnp.bfloat16)
+    else:
+        inp = _case(op, cases.MAIN_MODE[op], T, batch, axis, g=0.97).build(dtype=jnp.bfloat16)
+        rng = np.random.default_rng(cases.seed_of(f"{op}-{T}-{batch}-{axis}-{form}"))
+        for k in ("gamma", "lambda_"):
+            if isinstance(inp.args.get(k), float):
+                shape = () if form == "traced" else inp.param_shape(form)
+                inp.args[k] = rng.uniform(0.9, 1.0, size=shape).astype(np.float32)
+    _compare_gradients(inp, jnp.bfloat16, f"{op} {T}x{batch} axis {axis} {form}", params_dtype=np.float32)
 
 
 @pytest.mark.parametrize("T, batch", ((128, (4096,)), (131072, (8,))), ids=["one-pass", "split"])

@@ -142,7 +142,8 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
     and λ as Python floats; then, for the ops with γ, every mode × layout in float32 with γ as an
     array, which `functions` traces: the fused backward's launch that also writes u (ops.py); then
     their main mode × layout with γ and λ one a row and one a time step (launch.param's forms 3
-    and 2, read at every site that reads them).
+    and 2, read at every site that reads them), in float32 and then in bfloat16 (whose gradient
+    runs the forward kernel again with a float32 output: ops.py, param_residual).
     """
     out = []
     for op, spec in cases.OPS.items():
@@ -160,6 +161,11 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
             for T, batch, axis in LAYOUTS:
                 for shared in ("row", "time"):
                     out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, np.float32, np.bool_, shared))
+    for op, spec in cases.OPS.items():
+        if spec.has_gamma:
+            for T, batch, axis in LAYOUTS:
+                for shared in ("row", "time"):
+                    out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, jnp.bfloat16, np.int8, shared))
     return out
 
 

@@ -208,13 +208,25 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         gp = {k: (gp_fin[k] + gp_coef[k]).astype(p[k].dtype) for k in p}
         return gx, gp
 
+    def param_residual(x, p, h):
+        """The scan state from which the parameters' gradients are taken: h itself, or where h is
+        the 16-bit output, the same scan again with a float32 output. A parameter's gradient is a
+        sum of u·h over its steps, where h's rounding does not average out (16-bit
+        inputs are computed in float32, DESIGN.md §2). Recomputed here, not stored by the forward pass, so that
+        it costs nothing where no parameter's gradient is used (XLA drops the launch)."""
+        if not (param_grads and p) or jnp.dtype(h.dtype) == cdt:
+            return h
+        outs, h32 = _launch(op, axis, reverse, cdt, False, x, p)
+        return h32 if h32 is not None else (outs[0] if isinstance(outs, tuple) else outs)
+
     def f_bwd(res, g):
         x, p, h = res
         # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
         g = _to_varying(g, _all_varying((x, p)))
-        fused = _fused_backward(op, axis, reverse, x, p, h, g, param_grads)
+        h_p = param_residual(x, p, h)
+        fused = _fused_backward(op, axis, reverse, x, p, h_p if op in _PARAM_GRADS else h, g, param_grads)
         if fused is None:
-            gx, gp = reference_grads(x, p, h, g)
+            gx, gp = reference_grads(x, p, h_p, g)
         else:
             gx, u = fused
             if not param_grads:
@@ -222,7 +234,7 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
             elif op in _PARAM_GRADS:
                 gp = {k: gx.pop(k) for k in p}
             else:
-                _, gp = reference_grads(x, p, h, g, u=u)
+                _, gp = reference_grads(x, p, h_p, g, u=u)
         gx.update({k: _zero_cotangent(v) for k, v in _split(x)[1].items()})
         return gx, gp
 
