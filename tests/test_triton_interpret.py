@@ -1048,6 +1048,48 @@ def test_vmap_is_one_launch():
     )
 
 
+@pytest.mark.parametrize("op", ["gae", "linear_scan"])
+def test_float32_rerun_only_where_a_parameter_gradient_is_used(op):
+    """With bfloat16 inputs and γ (linear_scan: b of one value) traced, the backward runs the
+    forward kernel again with a float32 output for the parameter's gradient (ops.py,
+    param_residual). The compiled gradient of the inputs alone drops that launch for GAE, as many
+    launches as in float32; linear_scan keeps it (its fused backward writes d b beside d a)."""
+    import rlscan_jax
+
+    rng = np.random.default_rng(0)
+    x = [jnp.asarray(rng.normal(size=(33, 5)), jnp.float32) for _ in range(3)]
+    done = jnp.asarray(rng.random((33, 5)) < 0.1)
+
+    def loss(dtype):
+        def f(p, q, g):
+            if op == "gae":
+                out = rlscan_jax.gae(
+                    p.astype(dtype),
+                    q.astype(dtype),
+                    next_values=x[2].astype(dtype),
+                    terminated=done,
+                    gamma=g,
+                    lambda_=0.9,
+                    implementation="triton",
+                )
+                return jnp.sum(out.advantages.astype(jnp.float32) * out.returns.astype(jnp.float32))
+            h = rlscan_jax.linear_scan(
+                p.astype(dtype) * q.astype(dtype), g.astype(dtype), reverse=True, implementation="triton"
+            )
+            return jnp.sum(h.astype(jnp.float32) ** 2)
+
+        return f
+
+    def launches(dtype, argnums):
+        fn = jax.jit(jax.grad(loss(dtype), argnums))
+        return fn.lower(x[0], x[1], jnp.float32(0.97)).compile().as_text().count("custom-call(")
+
+    inputs, both = (0, 1), (0, 1, 2)
+    assert launches(jnp.float32, inputs) == launches(jnp.float32, both) == 2  # forward, fused backward
+    assert launches(jnp.bfloat16, both) == 3
+    assert launches(jnp.bfloat16, inputs) == (2 if op == "gae" else 3)
+
+
 def test_inside_scan_and_jit_without_recompiling():
     import rlscan_jax
 
