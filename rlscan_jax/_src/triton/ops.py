@@ -209,15 +209,16 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         return gx, gp
 
     def param_residual(x, p, h):
-        """The scan state from which the parameters' gradients are taken: h itself, or where h is
-        the 16-bit output, the same scan again with a float32 output. A parameter's gradient is a
-        sum of u·h over its steps, where h's rounding does not average out (16-bit
-        inputs are computed in float32, DESIGN.md §2). Recomputed here, not stored by the forward pass, so that
-        it costs nothing where no parameter's gradient is used (XLA drops the launch)."""
+        """The scan state from which the parameters' gradients are taken: the residual h, or where
+        that is the 16-bit output, the same scan again with a float32 output (16-bit inputs are
+        computed in float32, DESIGN.md §2). A parameter's gradient sums u·h over its steps, and
+        the 16-bit rounding of h does not average out of a sum with cancellation. Recomputed
+        here rather than stored by the forward pass: XLA drops the launch where no parameter's
+        gradient is used (except linear_scan's, whose fused backward writes them with d a)."""
         if not (param_grads and p) or jnp.dtype(h.dtype) == cdt:
             return h
-        outs, h32 = _launch(op, axis, reverse, cdt, False, x, p)
-        return h32 if h32 is not None else (outs[0] if isinstance(outs, tuple) else outs)
+        outs, _ = _launch(op, axis, reverse, cdt, False, x, p)
+        return outs[0] if isinstance(outs, tuple) else outs
 
     def f_bwd(res, g):
         x, p, h = res
