@@ -141,7 +141,9 @@ def test_gradients_with_shared_parameters(op, T, batch, form):
 def _compare_gradients(inp, dtype, tag, params_dtype=None):
     """Every floating input's gradient (γ and λ where arrays) from the kernels against the
     reference's, within `dtype`'s tolerance; γ, λ and linear_scan's b within `params_dtype`'s
-    where given. log ρ is first moved 1e-6 away from 0 (above)."""
+    where given, widened for a gradient of a 16-bit parameter by one unit in the last place of its
+    dtype (two sums that agree in float32 can round to neighbouring 16-bit values). log ρ is first
+    moved 1e-6 away from 0 (above)."""
     if "log_rhos" in inp.args:
         lr = np.asarray(inp.args["log_rhos"], np.float32)
         lr = np.where(np.abs(lr) < 1e-6, np.where(lr < 0, -1e-6, 1e-6), lr)
@@ -151,15 +153,24 @@ def _compare_gradients(inp, dtype, tag, params_dtype=None):
     got = _grads(inp, "triton", weights)
     want = _grads(inp, "associative", weights)
     for name, g, w in zip(inp.float_names(), got, want, strict=True):
-        param = params_dtype is not None and name in ("gamma", "lambda_", "b")
-        cases.assert_close(g, w, params_dtype if param else dtype, msg=f"{tag}: d/d{name}")
+        if params_dtype is None or name not in ("gamma", "lambda_", "b"):
+            cases.assert_close(g, w, dtype, msg=f"{tag}: d/d{name}")
+            continue
+        tol = cases.tolerance(params_dtype)
+        ulp = float(jnp.finfo(g.dtype).eps) if jnp.finfo(g.dtype).bits < 32 else 0.0  # ulp(x) <= eps·|x|
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        scale = max(1.0, np.abs(w).max(initial=0.0))
+        np.testing.assert_allclose(g, w, rtol=tol["rtol"] + ulp, atol=tol["atol"] * scale, err_msg=f"{tag}: d/d{name}")
 
 
 # bfloat16 inputs with γ and λ traced as one value, one a row or one a time step (linear_scan: b
 # likewise): such a parameter's gradient sums u·h over its steps, with h the scan again in float32
 # (ops.py, param_residual), not the forward pass's 16-bit output. Both implementations then sum
 # the same float32 terms (the cotangent is the same bfloat16 rounding of the weights), so these
-# gradients are held to float32's tolerance; the others to bfloat16's. With the 16-bit h, 36 such
+# gradients are held to float32's tolerance, linear_scan's d/db (bfloat16, as b is) to one unit in
+# its last place more: at 131072x7 with b one a step it failed float32's on an H100 (2026-12-05),
+# and through the interpreter d/db_82029 was -2.609375 against -2.625, neighbouring bfloat16
+# values. The other gradients are held to bfloat16's tolerance. With the 16-bit h, 36 such
 # cases through the interpreter (33x5 and 200x3) were up to 1.6e-2 off the reference (scaled by
 # max(1, |d|)), 3.7e-6 with the float32 h; linear_scan's d/db at seed 397 of
 # test_random_combinations was 5.9 % off the exact value.

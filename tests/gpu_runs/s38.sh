@@ -17,7 +17,7 @@ source tests/gpu_runs/wheels.sh
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 case "$what" in
   grads)
-    SELECT="bfloat16_parameter_gradients or gradients_with_shared_parameters" LIMIT=${GRADS_S:-300} \
+    SELECT="${GRADS_SELECT:-bfloat16_parameter_gradients or gradients_with_shared_parameters}" LIMIT=${GRADS_S:-300} \
       bash tests/gpu_runs/run.sh /tmp/r
     cp /tmp/r/summary.json "$OUT/run_s38_grads.json"; grep -E "FAILED|ERROR" /tmp/r/pytest.log | head -30
     timeout 120 python3 tests/gpu_runs/param_residual_hlo.py 2>&1 | tail -10;;
