@@ -156,16 +156,12 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
             for mode in spec.modes:
                 for T, batch, axis in LAYOUTS:
                     out.append(_call(op, mode, T, batch, axis, np.float32, np.bool_, np.asarray(0.9, np.float32)))
-    for op, spec in cases.OPS.items():
-        if spec.has_gamma:
-            for T, batch, axis in LAYOUTS:
-                for shared in ("row", "time"):
-                    out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, np.float32, np.bool_, shared))
-    for op, spec in cases.OPS.items():
-        if spec.has_gamma:
-            for T, batch, axis in LAYOUTS:
-                for shared in ("row", "time"):
-                    out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, jnp.bfloat16, np.int8, shared))
+    for dtype, flag_dtype in ((np.float32, np.bool_), (jnp.bfloat16, np.int8)):
+        for op, spec in cases.OPS.items():
+            if spec.has_gamma:
+                for T, batch, axis in LAYOUTS:
+                    for shared in ("row", "time"):
+                        out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, dtype, flag_dtype, shared))
     return out
 
 
