@@ -8,8 +8,11 @@ one value ("scalar"), one a row ("row": a discount per environment), one a time 
 row form to the per-step shape inside the jitted call, as the Triton path did before the kernels
 read the smaller forms (a broadcast pass, then the full array read). Timed the way the suite
 times a case (benchmarks.devicetime, L2 flushed before each window), forward ("fwd") and the
-inputs' gradients ("fwd+bwd", the parameters held constant). Without a GPU the wall clock stands
-in, which only keeps the script working.
+inputs' gradients ("fwd+bwd", the parameters held constant; with --param-grads the parameters'
+gradients too). --dtypes sets the per-step inputs' dtype; the parameters stay float32, as a
+trainer's γ and λ would. With 16-bit inputs, a parameter's gradient reruns the forward kernel with
+a float32 output (ops.param_residual): --dtypes bfloat16 --param-grads times that rerun. Without a
+GPU the wall clock stands in, which only keeps the script working.
 """
 
 from __future__ import annotations
@@ -68,14 +71,25 @@ def call_with(op: str, form: str, n: int, t: int, layout: str, implementation: s
     return call, given
 
 
-def make_call(op: str, form: str, n: int, t: int, layout: str, mode: str, implementation: str):
+def make_call(
+    op: str,
+    form: str,
+    n: int,
+    t: int,
+    layout: str,
+    mode: str,
+    implementation: str,
+    dtype: str = "float32",
+    param_grads: bool = False,
+):
     """`op` on an N×T problem with its parameters in `form` (a function to jit), and its arguments:
-    the parameters are among them, held constant in "fwd+bwd"."""
+    the parameters are among them, held constant in "fwd+bwd" unless `param_grads`. The per-step
+    floating inputs are of `dtype`, the parameters float32."""
     spec = shapes.SPECS[op]
     call, given = call_with(op, form, n, t, layout, implementation)
-    inputs = {k: v for k, v in shapes.make_inputs(op, n, t, layout).items() if k not in given}
-
-    fn = run.with_mode(call, mode, [k for k in spec.floats if k in inputs])
+    inputs = {k: v for k, v in shapes.make_inputs(op, n, t, layout, dtype).items() if k not in given}
+    diff = [k for k in spec.floats if k in inputs] + (list(given) if param_grads else [])
+    fn = run.with_mode(call, mode, diff)
     args = ({**inputs, **given},)
     if mode == "fwd+bwd":
         args += (tuple(jnp.ones(o.shape, o.dtype) for o in jax.eval_shape(call, args[0])),)
@@ -91,16 +105,20 @@ def measure(
     flush_bytes: int,
     implementation: str,
     forms: Sequence[str] = FORMS,
+    dtypes: Sequence[str] = ("float32",),
+    param_grads: bool = False,
 ) -> list[dict]:
-    """One record per (op, N×T, layout, mode, form): median µs over `windows` calls."""
+    """One record per (op, N×T, layout, mode, form, dtype): median µs over `windows` calls."""
     calls, keys = {}, {}
-    for op, (n, t), layout, mode, form in itertools.product(ops, grid, layouts, modes, forms):
-        fn, args = make_call(op, form, n, t, layout, mode, implementation)
+    for op, (n, t), layout, mode, form, dtype in itertools.product(ops, grid, layouts, modes, forms, dtypes):
+        fn, args = make_call(op, form, n, t, layout, mode, implementation, dtype, param_grads)
         compiled = jax.jit(fn).lower(*args).compile()
         jax.block_until_ready(compiled(*args))
-        name = f"{op}/{n}x{t}/{layout}/{mode}/{form}"
+        name = f"{op}/{n}x{t}/{layout}/{mode}/{form}/{dtype}"
         calls[name] = lambda c=compiled, a=args: c(*a)
-        keys[name] = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "form": form}
+        keys[name] = {"op": op, "N": n, "T": t, "layout": layout, "mode": mode, "form": form, "dtype": dtype}
+        if mode == "fwd+bwd":
+            keys[name]["param_grads"] = param_grads
     samples, gpu = devicetime.time_calls(calls, windows, flush_bytes)
     field = "device_us" if gpu else "wall_us"
     return [
@@ -118,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--layouts", type=lambda s: run._names(s, shapes.LAYOUTS, "layout"), default=shapes.LAYOUTS)
     p.add_argument("--modes", type=lambda s: run._names(s, shapes.MODES, "mode"), default=shapes.MODES)
     p.add_argument("--forms", type=lambda s: run._names(s, FORMS, "form"), default=FORMS)
+    p.add_argument("--dtypes", type=lambda s: run._names(s, shapes.DTYPES, "dtype"), default=("float32",))
+    p.add_argument("--param-grads", action="store_true", help="fwd+bwd also takes the parameters' gradients")
     p.add_argument("--windows", type=int, default=10, help="timed calls per case (default 10)")
     p.add_argument("--l2-flush-mib", type=int, default=256, help="flushed before each window (default 256)")
     p.add_argument("--implementation", default=None, help="None (the default), triton, associative, sequential")
@@ -126,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = [run._launch_override(item, p) for item in a.launch]
     run.set_launch(overrides)
     flush = a.l2_flush_mib * 2**20
-    records = measure(a.ops, a.shapes, a.layouts, a.modes, a.windows, flush, a.implementation, a.forms)
+    records = measure(
+        a.ops, a.shapes, a.layouts, a.modes, a.windows, flush, a.implementation, a.forms, a.dtypes, a.param_grads
+    )
     head = {**run.environment(), "l2_flush_bytes": flush, "argv": sys.argv[1:]}
     if overrides:
         head["launch"] = run.launch_record(overrides)
@@ -134,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dump({**head, "records": records}, f, indent=1)
     for r in records:
         t = r.get("device_us", r.get("wall_us"))
-        case = f"{r['op']} {r['N']}x{r['T']} {r['layout']} {r['mode']}"
+        case = f"{r['op']} {r['N']}x{r['T']} {r['layout']} {r['mode']} {r['dtype']}"
         print(f"{case:>50s} {r['form']:>13s} {t:10.2f} µs")
     print(f"wrote {len(records)} records to {a.out}")
     return 0

@@ -720,3 +720,41 @@ def test_param_forms_quick(tmp_path):
             assert seen[0][1] == expected(seen[0][0]), (op, layout, form, seen)
             if op != "eligibility_traces" or form != "time":
                 assert all(code == expected(k) for k, code in seen), (op, layout, form, seen)
+
+
+def test_param_forms_dtypes_and_parameter_gradients(tmp_path):
+    """param_forms --dtypes sets the per-step inputs' dtype (the parameters stay float32) and
+    --param-grads adds the parameters' gradients to fwd+bwd: the gradient of γ and λ in each form
+    has the form's shape, and on the Triton path with bfloat16 inputs the backward traces the forward
+    kernel again with a float32 output (ops.param_residual), which is what the option times."""
+    import triton_variants
+
+    from benchmarks import param_forms
+
+    out = tmp_path / "forms.json"
+    argv = ["--out", str(out), "--ops", "gae", "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
+    argv += ["--forms", "scalar,row", "--dtypes", "float32,bfloat16", "--param-grads"]
+    assert param_forms.main(argv) == 0
+    records = json.loads(out.read_text())["records"]
+    got = sorted((r["form"], r["mode"], r["dtype"], r.get("param_grads")) for r in records)
+    cases = itertools.product(("row", "scalar"), ("fwd", "fwd+bwd"), ("bfloat16", "float32"))
+    assert got == sorted((f, m, d, True if m == "fwd+bwd" else None) for f, m, d in cases)
+    for form, shape in (("scalar", ()), ("row", (8,))):
+        fn, args = param_forms.make_call("gae", form, 8, 16, "time_major", "fwd+bwd", None, "bfloat16", True)
+        assert args[0]["rewards"].dtype == jnp.bfloat16 and args[0]["gamma"].dtype == jnp.float32
+        outputs, grads = jax.jit(fn)(*args)
+        assert outputs[0].dtype == jnp.bfloat16
+        assert grads["gamma"].shape == grads["lambda_"].shape == shape and grads["gamma"].dtype == jnp.float32
+        assert np.isfinite(np.asarray(grads["gamma"])).all() and np.abs(np.asarray(grads["gamma"])).sum() > 0
+        fn, args = param_forms.make_call("gae", form, 8, 16, "time_major", "fwd+bwd", None, "bfloat16")
+        assert "gamma" not in jax.eval_shape(fn, *args)[1]  # held constant without param_grads
+    outs = []
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        outs.append((kernel.fn.__name__, tuple(str(o.dtype) for o in out_shapes)))
+
+    with triton_variants.recording(on_launch):
+        fn, args = param_forms.make_call("gae", "scalar", 8, 16, "time_major", "fwd+bwd", "triton", "bfloat16", True)
+        jax.eval_shape(fn, *args)
+    advantages = [o[0] for name, o in outs if name == "gae_kernel"]  # its first output
+    assert "bfloat16" in advantages and "float32" in advantages, outs

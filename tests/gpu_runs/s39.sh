@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The thirty-ninth session's device calls (tests/gpu_runs/README.md). Argument:
+#   check (any GPU): s38.sh grads on the 12 linear_scan bfloat16 cases of
+#          test_bfloat16_parameter_gradients (ba5505e's tolerance, not yet run on a GPU), then
+#          s38.sh memcheck (the 13 calls owed since 465b5fb and 9 that run the float32 rerun);
+#   time (any GPU; an H200 for the tables): the float32 rerun's cost where a parameter's gradient is
+#          used (param_forms --dtypes float32,bfloat16, with and without --param-grads, GAE and
+#          linear_scan at 4096x1024 and 1024x4096 time-major, γ one value and one a row), then on
+#          an H200 s38.sh s37 (traces timing, Retrace one a row);
+#   ep_cvec (an H200): s38.sh ep_cvec, each of its four runs cut at EP_S seconds.
+what=${1:?usage: s39.sh check, time or ep_cvec}
+export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
+nvidia-smi --query-gpu=name --format=csv,noheader
+case "$what" in
+  check)
+    GRADS_SELECT="bfloat16_parameter_gradients and linear_scan" GRADS_S=${GRADS_S:-150} bash tests/gpu_runs/s38.sh grads
+    MC_S=${MC_S:-270} bash tests/gpu_runs/s38.sh memcheck;;
+  time)
+    source tests/gpu_runs/wheels.sh
+    for grads in held used; do
+      flag=(); [[ $grads == used ]] && flag=(--param-grads)
+      timeout ${RERUN_S:-90} python3 -m benchmarks.param_forms --ops gae,linear_scan --shapes 4096x1024,1024x4096 \
+        --layouts time_major --modes fwd+bwd --forms scalar,row --dtypes float32,bfloat16 "${flag[@]}" \
+        --out "$OUT/pf_rerun_$grads.json" 2>&1 | grep -E "µs|wrote|rror"
+    done
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in
+      *H200*) bash tests/gpu_runs/s38.sh s37;;
+    esac;;
+  ep_cvec) EP_S=${EP_S:-120} bash tests/gpu_runs/s38.sh ep_cvec;;
+esac
+date -u
