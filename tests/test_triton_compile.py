@@ -228,6 +228,30 @@ def test_column_vectors_follow_the_ops_tables():
             assert launch.plan(launch.geometry((512, 4096), 1), narrow=narrow, op=op).cvec == 1, op
 
 
+def test_adjoint_column_vectors_follow_their_own_table():
+    """launch.ADJOINT_COLUMN_VEC_16BIT: the adjoint scan of an op named there (episodic sums) loads
+    that many columns a thread on time-major rows of a 16-bit cotangent, while its forward pass
+    keeps the op's COLUMN_VEC_16BIT entry; float32 rows keep COLUMN_VEC's in both directions, and
+    eligibility traces (the same kernel, not in the table) their op's entry. The adjoint's launches
+    are told from the forward pass's by their direction (REVERSE), the other way."""
+    from rlscan_jax._src.triton import launch
+
+    assert launch.ADJOINT_COLUMN_VEC_16BIT and set(launch.ADJOINT_COLUMN_VEC_16BIT) < set(cases.OPS)
+    for op in ("episodic_cumsum", "eligibility_traces"):
+        for dtype, table in ((np.float32, launch.COLUMN_VEC), (jnp.bfloat16, launch.COLUMN_VEC_16BIT)):
+            (direction,) = {c["REVERSE"] for _, _, _, c in _forward_launches(op, 512, 4096, dtype, axis=0)}
+            launches = _forward_launches(op, 512, 4096, dtype, axis=0, grad=True)
+            forward = {c["CVEC"] for _, _, _, c in launches if c["REVERSE"] == direction}
+            backward = {c["CVEC"] for _, _, _, c in launches if c["REVERSE"] != direction}
+            narrow = dtype == jnp.bfloat16
+            want = (launch.ADJOINT_COLUMN_VEC_16BIT if narrow else {}).get(op) or table.get(op, 1)
+            assert forward == {table.get(op, 1)} and backward == {want}, (op, dtype, launches)
+    # as shipped: 2 columns in the bfloat16 adjoint of episodic sums ("rev-init": a reverse sum, so
+    # the adjoint runs forward in time), 1 in its forward pass
+    launches = _forward_launches("episodic_cumsum", 512, 4096, jnp.bfloat16, axis=0, grad=True)
+    assert {(c["REVERSE"], c["CVEC"]) for _, _, _, c in launches} == {(True, 1), (False, 2)}, launches
+
+
 def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
     """(kernel name, grid, num_warps, constexprs) of each scan-kernel launch (not carry_kernel's) of
     the op's forward pass over `rows` rows of t steps (no feature axis), traced, not run; with

@@ -221,6 +221,23 @@ def test_column_vectors_take_rows_of_a_multiple_of_their_width(monkeypatch, op):
             assert {s[1] for s in seen if s[0] != "carry_kernel"} == {cvec}, seen
 
 
+@pytest.mark.parametrize("mode", ["fwd", "rev-init"])
+def test_adjoint_column_vectors_of_16bit_cotangents(monkeypatch, mode):
+    """launch.ADJOINT_COLUMN_VEC_16BIT (episodic sums: 2): in the "columns" split, time-major
+    bfloat16 episodic sums of 4 rows launch their forward pass at 1 column a thread and their
+    adjoint, the other way in time, at 2; the gradients (and the initial value's) match the
+    reference. 3 rows (odd) keep 1 column in the adjoint too."""
+    with _tiny_blocks(monkeypatch, "columns"):
+        seen = _spy_launches(monkeypatch, "CVEC", "REVERSE")
+        for batch, cvec in (((4,), 2), ((3,), 1)):
+            seen.clear()
+            inp = _case("episodic_cumsum", mode, 37, batch, 0).build(dtype=jnp.bfloat16)
+            _check_gradients_in(inp, jnp.bfloat16, f"{mode} {batch}")
+            backward = mode == "fwd"  # the adjoint's REVERSE: the forward pass's other way
+            got = {(rev, c) for name, c, rev, _ in seen if name == "linear_kernel"}
+            assert got == {(not backward, 1), (backward, cvec)}, seen
+
+
 @pytest.mark.parametrize("axis", [0, -1])
 def test_vtrace_adjoint_column_steps(monkeypatch, axis):
     """launch.VTRACE_ADJOINT_COLUMN_BT (off as shipped): V-trace's adjoint takes column blocks of

@@ -7,8 +7,13 @@
 #          used (param_forms --dtypes float32,bfloat16, with and without --param-grads, GAE and
 #          linear_scan at 4096x1024 and 1024x4096 time-major, γ one value and one a row), then on
 #          an H200 s38.sh s37 (traces timing, Retrace one a row);
-#   ep_cvec (an H200): s38.sh ep_cvec, each of its four runs cut at EP_S seconds.
-what=${1:?usage: s39.sh check, time or ep_cvec}
+#   ep_cvec (an H200): s38.sh ep_cvec, each of its four runs cut at EP_S seconds;
+#   adj (any GPU; an H200 for the tables): launch.ADJOINT_COLUMN_VEC_16BIT, 2 columns a thread in
+#          the adjoint of bfloat16 episodic sums: test_gpu.py's episodic sums, benchmarks.run fwd+bwd at
+#          the four T >= 512 time-major shapes in the order shipped, without, shipped, without
+#          (ADJOINT_COLUMN_VEC_16BIT={}), memcheck and the plain driver on the calls that launch the
+#          new variants (ADJ_IDS), then on an H200 s38.sh s37.
+what=${1:?usage: s39.sh check, time, ep_cvec or adj}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "$what" in
@@ -27,5 +32,21 @@ case "$what" in
       *H200*) bash tests/gpu_runs/s38.sh s37;;
     esac;;
   ep_cvec) EP_S=${EP_S:-120} bash tests/gpu_runs/s38.sh ep_cvec;;
+  adj)
+    SELECT="gpu and episodic_cumsum" LIMIT=${ADJ_TEST_S:-120} bash tests/gpu_runs/run.sh /tmp/r
+    cp /tmp/r/summary.json "$OUT/run_s39_episodic.json"; grep -E "FAILED|ERROR" /tmp/r/pytest.log | head
+    source tests/gpu_runs/wheels.sh
+    for i in 1 2; do
+      for v in shipped off; do
+        launch=(); [[ $v == off ]] && launch=(--launch "ADJOINT_COLUMN_VEC_16BIT={}")
+        timeout ${EP_S:-80} python3 -m benchmarks.run --ops episodic_cumsum --impls triton --dtypes bfloat16 \
+          --layouts time_major --modes fwd+bwd --shapes 4096x1024,16384x512,1024x4096,512x4096 \
+          "${launch[@]}" --out "$OUT/adj_${v}_$i.json" 2>&1 | grep -E "rror" | tail -4
+      done
+    done
+    TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=100 TOTAL_TIMEOUT=${MC_S:-200} \
+      DRIVER_ARGS="--only ${ADJ_IDS:?set ADJ_IDS}" bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
+    cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s39_adj.json"
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) bash tests/gpu_runs/s38.sh s37;; esac;;
 esac
 date -u

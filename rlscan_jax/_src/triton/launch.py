@@ -362,6 +362,14 @@ COLUMN_VEC_16BIT = {
     "eligibility_traces": 2,
     "linear_scan": 2,
 }
+# The adjoint scans' entry where it differs from their op's (the adjoint of episodic sums and
+# eligibility traces launches linear_kernel under the forward op's name, adjoint._traces): columns a
+# thread for rows of a 16-bit cotangent. tests/gpu_runs/README.md, thirty-ninth session (H100, bfloat16
+# episodic sums, time-major, 2 columns in both directions against 1, two A/B pairs): the backward
+# (fwd+bwd less fwd) 1.11-1.26x faster at 4096x1024, 1024x4096, 16384x512 and 512x4096, where the
+# forward was 0.98-0.99x at three of them (as on the H200 in run 13, 0.96-0.97x) and 1.09x at
+# 16384x512. So only the adjoint takes 2.
+ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 # Time-major rows that do not take column blocks, of N columns not a multiple of 16: a thread loads
 # up to TIME_MAJOR_CVEC neighbouring columns with one instruction (the kernels' CVEC, the widest
 # power of two up to it that divides N; 1 turns this off). jax-triton tells the compiler which
@@ -553,6 +561,7 @@ def plan(
     column_bt: int = 0,
     block_elems: int = 0,
     kernel: str = "",
+    column_vec: int = 0,
 ) -> Plan:
     """Block sizes and the split of long rows, by layout and shape (see the constants above).
 
@@ -567,6 +576,7 @@ def plan(
     `block_elems` replaces BLOCK_ELEMS for batch-major rows of VEC_MIN_BT to MAX_BT steps that load
     as vectors (BLOCK_ELEMS_16BIT).
     `kernel`: the kernel's name, for ONE_ROW_BLOCK_KERNELS.
+    `column_vec` replaces the op's COLUMN_VEC_16BIT entry for `narrow` rows (ADJOINT_COLUMN_VEC_16BIT).
     """
     if vector_split is None:
         vector_split = 0 if VECTOR_LOOKBACK else VECTOR_SPLIT_ELEMS
@@ -576,7 +586,7 @@ def plan(
     n2, t2 = next_pow2(N), next_pow2(T)
     max_warps = 0  # the cap's default (_plan)
     if g.layout == 0 and COLUMNS_TIME_MAJOR and N >= COLUMN_MIN_N and T >= COLUMN_MIN_T:
-        return _column_plan(g, narrow, op, column_bt)
+        return _column_plan(g, narrow, op, column_bt, column_vec)
     if g.layout == 1:
         if T <= MAX_BT:
             wide = block_elems and T >= VEC_MIN_BT and _vector_rows(g, narrow)
@@ -654,13 +664,13 @@ def _time_major_cvec(g: Geometry, BB: int) -> int:
     return cvec
 
 
-def _column_plan(g: Geometry, narrow: bool = False, op: str = "", column_bt: int = 0) -> Plan:
+def _column_plan(g: Geometry, narrow: bool = False, op: str = "", column_bt: int = 0, column_vec: int = 0) -> Plan:
     """Time-major column blocks (COLUMNS_TIME_MAJOR, or the op's COLUMNS_TIME_MAJOR_16BIT): a
-    thread for each column of the block, or for CVEC neighbouring columns (the op's COLUMN_VEC,
-    where N is a multiple of it)."""
+    thread for each column of the block, or for CVEC neighbouring columns (the op's COLUMN_VEC, or
+    for `narrow` rows `column_vec` if given, where N is a multiple of it)."""
     BB = min(next_pow2(g.N), (COLUMNS_TIME_MAJOR_16BIT if narrow else {}).get(op, COLUMNS_TIME_MAJOR))
     BT = max(2, min(next_pow2(g.T), column_bt or COLUMN_BT))
-    cvec = (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
+    cvec = (narrow and column_vec) or (COLUMN_VEC_16BIT if narrow else COLUMN_VEC).get(op, 1)
     cvec = cvec if cvec > 1 and g.N % cvec == 0 and BB >= cvec else 1
     chunks, row_blocks, warps = cdiv(g.T, BT), cdiv(g.N, BB), max(1, BB // (32 * cvec))
     nseg = max(cdiv(chunks, COLUMN_SEGMENT_CHUNKS), cdiv(COLUMN_TARGET_PROGRAMS, row_blocks))
@@ -769,6 +779,7 @@ def scan_call(
     whole_row_warps: int = 0,
     time_major_warps: int = 0,
     column_bt: int = 0,
+    column_vec: int = 0,
     **flags,
 ) -> list[jax.Array]:
     """Runs a scan kernel over all rows, splitting long rows into segments scanned in parallel.
@@ -776,7 +787,7 @@ def scan_call(
     The kernel's parameters are `inputs`, p_cin, N, T, INNER, CPS, `scalars`, `outputs`, then
     the two segment-summary outputs and the sync buffer (PHASE 3's ticket and flags); `flags`
     are its constexprs besides the layout ones. `op` (the op launching), `few_rows_elems`,
-    `vector_split`, `whole_row_warps`, `time_major_warps` and `column_bt` go to `plan`.
+    `vector_split`, `whole_row_warps`, `time_major_warps`, `column_bt` and `column_vec` go to `plan`.
     Batch-major rows scanned whole in blocks of one row, not in float64, take ROW_REGISTERS' cap
     for the kernel, block and warps (the constexpr MAXNREG, custom_call.max_registers), and the two
     passes of split rows SPLIT_REGISTERS' for the kernel, pass, block and warps; every other launch
@@ -788,7 +799,17 @@ def scan_call(
     name = kernel.fn.__name__
     block_elems = wide_blocks(name, g, narrow)
     p = plan(
-        g, few_rows_elems, vector_split, whole_row_warps, narrow, op, time_major_warps, column_bt, block_elems, name
+        g,
+        few_rows_elems,
+        vector_split,
+        whole_row_warps,
+        narrow,
+        op,
+        time_major_warps,
+        column_bt,
+        block_elems,
+        name,
+        column_vec,
     )
     single = p.nseg == 1 and p.cps == 1 and initial is None
     vec = vector_width(g, p, narrow)

@@ -207,6 +207,7 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         axis=axis,
         reverse=not reverse,
         out_dtype=dtype if wide else grads["inputs"],
+        column_vec=launch.ADJOINT_COLUMN_VEC_16BIT.get(op, 0),
     )
     out = {"inputs": u.astype(grads["inputs"])}
     if "initial" in grads:

@@ -9,10 +9,22 @@ from rlscan_jax._src.triton.kernels.linear import linear_kernel
 
 
 def _forward(
-    op, inputs, *, b=None, reset=None, reset_prev=False, gamma=None, lam=None, initial, axis, reverse, out_dtype
+    op,
+    inputs,
+    *,
+    b=None,
+    reset=None,
+    reset_prev=False,
+    gamma=None,
+    lam=None,
+    initial,
+    axis,
+    reverse,
+    out_dtype,
+    column_vec=0,
 ):
     """`op`: the op launching (launch.scan_call). reset (per-step, possibly without inputs' trailing
-    feature axes) applies at t, or t-1 (reset_prev)."""
+    feature axes) applies at t, or t-1 (reset_prev). `column_vec`: launch.scan_call's."""
     shape = inputs.shape
     step = shape if reset is None else reset.shape
     feat = math.prod(shape[len(step) :])
@@ -36,6 +48,7 @@ def _forward(
         reverse=reverse,
         f64=out_dtype == jnp.float64,
         initial=initial,
+        column_vec=column_vec,
         REVERSE=reverse,
         HAS_B=b is not None,
         HAS_RESET=reset is not None,
