@@ -368,7 +368,8 @@ COLUMN_VEC_16BIT = {
 # episodic sums, time-major, 2 columns in both directions against 1, two A/B pairs): the backward
 # (fwd+bwd less fwd) 1.11-1.26x faster at 4096x1024, 1024x4096, 16384x512 and 512x4096, where the
 # forward was 0.98-0.99x at three of them (as on the H200 in run 13, 0.96-0.97x) and 1.09x at
-# 16384x512. So only the adjoint takes 2.
+# 16384x512. So only the adjoint takes 2: against 1, fwd+bwd 1.06-1.13x faster at those shapes on
+# an H100 (two A/B pairs). The H200 has not timed it.
 ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 # Time-major rows that do not take column blocks, of N columns not a multiple of 16: a thread loads
 # up to TIME_MAJOR_CVEC neighbouring columns with one instruction (the kernels' CVEC, the widest
