@@ -12,8 +12,13 @@
 #          the adjoint of bfloat16 episodic sums: test_gpu.py's episodic sums, benchmarks.run fwd+bwd at
 #          the four T >= 512 time-major shapes in the order shipped, without, shipped, without
 #          (ADJOINT_COLUMN_VEC_16BIT={}), memcheck and the plain driver on the calls that launch the
-#          new variants (ADJ_IDS), then on an H200 s38.sh s37.
-what=${1:?usage: s39.sh check, time, ep_cvec or adj}
+#          new variants (ADJ_IDS), then on an H200 s38.sh s37;
+#   h200 (an H200; the next session's, tests/gpu_runs/README.md "Left ... thirty-ninth session"):
+#          s38.sh s37, then bfloat16 episodic sums at the four T >= 512 time-major shapes, fwd and
+#          fwd+bwd, as shipped against ADJOINT_COLUMN_VEC_16BIT={} (shipped, off, shipped, off). The
+#          shipped runs' fwd+bwd rows are the ones to merge into h200.json:
+#          python -m benchmarks.report benchmarks/results/h200.json NEW.json --merged-out ...
+what=${1:?usage: s39.sh check, time, ep_cvec, adj or h200}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "$what" in
@@ -48,5 +53,17 @@ case "$what" in
       DRIVER_ARGS="--only ${ADJ_IDS:?set ADJ_IDS}" bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
     cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s39_adj.json"
     case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) bash tests/gpu_runs/s38.sh s37;; esac;;
+  h200)
+    case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) ;; *) echo "not an H200"; exit 1;; esac
+    bash tests/gpu_runs/s38.sh s37
+    source tests/gpu_runs/wheels.sh
+    for i in 1 2; do
+      for v in shipped off; do
+        launch=(); [[ $v == off ]] && launch=(--launch "ADJOINT_COLUMN_VEC_16BIT={}")
+        timeout ${EP_S:-90} python3 -m benchmarks.run --ops episodic_cumsum --impls triton --dtypes bfloat16 \
+          --layouts time_major --modes fwd,fwd+bwd --shapes 4096x1024,16384x512,1024x4096,512x4096 \
+          "${launch[@]}" --out "$OUT/h200_adj_${v}_$i.json" 2>&1 | grep -E "rror" | tail -4
+      done
+    done;;
 esac
 date -u
