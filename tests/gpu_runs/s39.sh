@@ -21,6 +21,17 @@
 what=${1:?usage: s39.sh check, time, ep_cvec, adj or h200}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
+adj_ab() {  # MODES PREFIX SECONDS: bfloat16 episodic sums as shipped against ADJOINT_COLUMN_VEC_16BIT={}
+  source tests/gpu_runs/wheels.sh
+  for i in 1 2; do
+    for v in shipped off; do
+      launch=(); [[ $v == off ]] && launch=(--launch "ADJOINT_COLUMN_VEC_16BIT={}")
+      timeout "$3" python3 -m benchmarks.run --ops episodic_cumsum --impls triton --dtypes bfloat16 \
+        --layouts time_major --modes "$1" --shapes 4096x1024,16384x512,1024x4096,512x4096 \
+        "${launch[@]}" --out "$OUT/${2}_${v}_$i.json" 2>&1 | grep -E "rror" | tail -4
+    done
+  done
+}
 case "$what" in
   check)
     GRADS_SELECT="bfloat16_parameter_gradients and linear_scan" GRADS_S=${GRADS_S:-150} bash tests/gpu_runs/s38.sh grads
@@ -40,15 +51,7 @@ case "$what" in
   adj)
     SELECT="gpu and episodic_cumsum" LIMIT=${ADJ_TEST_S:-120} bash tests/gpu_runs/run.sh /tmp/r
     cp /tmp/r/summary.json "$OUT/run_s39_episodic.json"; grep -E "FAILED|ERROR" /tmp/r/pytest.log | head
-    source tests/gpu_runs/wheels.sh
-    for i in 1 2; do
-      for v in shipped off; do
-        launch=(); [[ $v == off ]] && launch=(--launch "ADJOINT_COLUMN_VEC_16BIT={}")
-        timeout ${EP_S:-80} python3 -m benchmarks.run --ops episodic_cumsum --impls triton --dtypes bfloat16 \
-          --layouts time_major --modes fwd+bwd --shapes 4096x1024,16384x512,1024x4096,512x4096 \
-          "${launch[@]}" --out "$OUT/adj_${v}_$i.json" 2>&1 | grep -E "rror" | tail -4
-      done
-    done
+    adj_ab fwd+bwd adj "${EP_S:-80}"
     TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=100 TOTAL_TIMEOUT=${MC_S:-200} \
       DRIVER_ARGS="--only ${ADJ_IDS:?set ADJ_IDS}" bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
     cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s39_adj.json"
@@ -56,14 +59,6 @@ case "$what" in
   h200)
     case "$(nvidia-smi --query-gpu=name --format=csv,noheader)" in *H200*) ;; *) echo "not an H200"; exit 1;; esac
     bash tests/gpu_runs/s38.sh s37
-    source tests/gpu_runs/wheels.sh
-    for i in 1 2; do
-      for v in shipped off; do
-        launch=(); [[ $v == off ]] && launch=(--launch "ADJOINT_COLUMN_VEC_16BIT={}")
-        timeout ${EP_S:-90} python3 -m benchmarks.run --ops episodic_cumsum --impls triton --dtypes bfloat16 \
-          --layouts time_major --modes fwd,fwd+bwd --shapes 4096x1024,16384x512,1024x4096,512x4096 \
-          "${launch[@]}" --out "$OUT/h200_adj_${v}_$i.json" 2>&1 | grep -E "rror" | tail -4
-      done
-    done;;
+    adj_ab fwd,fwd+bwd h200_adj "${EP_S:-90}";;
 esac
 date -u
