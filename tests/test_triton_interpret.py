@@ -676,7 +676,8 @@ def test_fused_backward(op):
             assert launches[0][1]["GAMMA_FULL"] == want_form, (form, launches[0][1]["GAMMA_FULL"])
         if returns_family:
             (bwd,) = [c for name, c, _ in launches if name == "adjoint_kernel"]
-            assert bwd["STORE_U"] == (form == "traced"), form
+            # γ traced but not differentiated: neither u nor γ's gradient (custom_vjp's symbolic zeros)
+            assert not bwd["STORE_U"] and not bwd["GAMMA_GRAD"], form
             if spec.has_gamma:
                 assert bwd["GAMMA_FULL"] == want_form, (form, bwd["GAMMA_FULL"])
             assert "linear_kernel" not in names_, form
@@ -951,7 +952,9 @@ def test_linear_scan_smaller_b(reverse, split, monkeypatch):
                     # time-major (axis 0): one a time step read as a [BT] vector, form 4
                     form_code = 4 if (code, axis) == (2, 0) else code
                     assert all(not c["HAS_B"] and c["HAS_DECAY"] and c["GAMMA_FULL"] == form_code for c in fwd), fwd
-                    assert all(c["B_FULL"] == form_code and c["HAS_DB"] == traced for c in bwd), bwd
+                    # d b one a row for each segment (2) for b of one value or one a row, else one a step
+                    db_mode = (2 if code in (0, 3) else 1) if traced else 0
+                    assert all(c["B_FULL"] == form_code and c["HAS_DB"] == db_mode for c in bwd), bwd
                 h = np.asarray(jax.jit(f)(*args))
                 cases.assert_close(h if axis == 0 else h.T, h_want, np.float32, msg=f"{split} {form} axis {axis}")
                 got = [np.asarray(g) for g in jax.jit(jax.grad(loss, argnums=(0, 1, 2)))(*args)]
@@ -1029,6 +1032,80 @@ def test_shared_parameters_across_splits(op, split, monkeypatch):
                     cases.assert_close(g, w, np.float32, msg=f"{op} {split} axis {axis} {shared} values")
 
 
+RETURNS_OPS = ("gae", "lambda_returns", "discounted_returns")
+# The form of a parameter (cases.Inputs.param_shape; "one": 0-d) -> adjoint_kernel's GAMMA_GRAD:
+# one a row for each segment (2) where the parameter is one value or one a row, else one a step (1).
+PARAM_GRAD_MODE = {"one": 2, "row": 2, "time": 1, "full": 1}
+
+
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
+@pytest.mark.parametrize("op", RETURNS_OPS)
+def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
+    """γ's and λ's gradients of GAE, λ-returns and discounted returns come from the fused backward
+    launch itself (launch.FUSED_PARAM_GRADS: adjoint_kernel sums them from the float32 state and v'),
+    with no u written, in every form of the parameters and every plan, except time-major rows with
+    a parameter neither one value nor one a row (ops._param_grads_fused: u and the reference's vjp
+    there). All match the float64 oracle's, with the inputs' gradients beside them. Time-major rows
+    take the op's main mode (next_values, truncation), batch-major rows its other
+    (bootstrap_value); discounted returns also the mode with neither."""
+    import triton_variants
+
+    spec = cases.OPS[op]
+    modes = {0: cases.MAIN_MODE[op], -1: cases.OTHER_MODE[op]}
+    if op == "discounted_returns":
+        modes[1] = "zero"
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for axis, mode in modes.items():
+            inp = cases.build(op, mode, 37, (2, 3) if axis == 1 else (5,), axis)
+            rng = np.random.default_rng(cases.seed_of(f"{op}{split}{axis}param grads"))
+            weights = [rng.normal(size=o.shape) for o in cases.call(inp, "associative")]
+            names = inp.float_names()
+            floats = {k: jnp.asarray(inp.args[k]) for k in names}
+            for form in PARAM_GRAD_MODE:
+                shape = [] if form == "one" else inp.param_shape(form)
+                params = {"gamma": rng.uniform(0.5, 0.99, size=shape)}
+                if spec.has_lambda:
+                    params["lambda_"] = rng.uniform(0.5, 1.0, size=shape)
+
+                def loss(fl, ps, inp=inp, weights=weights):
+                    outs = cases.call(inp, "triton", {**inp.args, **fl, **ps})
+                    return sum(jnp.sum(o * jnp.asarray(w, jnp.float32)) for o, w in zip(outs, weights))
+
+                def oracle_loss(fl, ps, inp=inp, weights=weights):
+                    outs = cases.call_oracle(inp, {**inp.args, **fl, **ps}, xp=jnp)
+                    return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
+
+                launches = []
+
+                def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
+                    launches.append((kernel.fn.__name__, constexprs))
+
+                ps32 = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+                grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+                with triton_variants.recording(on_launch):
+                    jax.eval_shape(grad, floats, ps32)
+                bwd = [c for name, c in launches if name == "adjoint_kernel"]
+                want_mode = PARAM_GRAD_MODE[form]
+                keeps_u = axis == 0 and want_mode == 1
+                if keeps_u:
+                    want_mode = 0
+                assert bwd and all(c["STORE_U"] == keeps_u for c in bwd), (form, bwd)
+                assert {c["GAMMA_GRAD"] for c in bwd} == {want_mode}, form
+                assert {c["LAMBDA_GRAD"] for c in bwd} == {want_mode if spec.has_lambda else 0}, form
+                got = grad(floats, ps32)
+                with enable_x64():
+                    want = jax.grad(oracle_loss, argnums=(0, 1))(
+                        {k: np.asarray(v, np.float64) for k, v in floats.items()},
+                        {k: np.asarray(v, np.float64) for k, v in params.items()},
+                    )
+                for g, w in zip(got, want, strict=True):
+                    for k in w:
+                        assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
+                        cases.assert_close(g[k], w[k], np.float32, msg=f"{op} {split} axis {axis} {form} d/d{k}")
+
+
 def _with_gamma(f, floats):
     return lambda g: f(*floats, gamma=g)
 
@@ -1069,8 +1146,9 @@ def test_vmap_is_one_launch():
 def test_float32_rerun_only_where_a_parameter_gradient_is_used(op):
     """With bfloat16 inputs and γ (linear_scan: b of one value) traced, the backward runs the
     forward kernel again with a float32 output for the parameter's gradient (ops.py,
-    param_residual). The compiled gradient of the inputs alone drops that launch for GAE, as many
-    launches as in float32; linear_scan keeps it (its fused backward writes d b beside d a)."""
+    param_residual). The compiled gradient of the inputs alone, γ traced but not differentiated,
+    has no such launch, as many launches as in float32: the custom_vjp's symbolic zeros tell the
+    backward pass which parameters the differentiation involves."""
     import rlscan_jax
 
     rng = np.random.default_rng(0)
@@ -1104,7 +1182,7 @@ def test_float32_rerun_only_where_a_parameter_gradient_is_used(op):
     inputs, both = (0, 1), (0, 1, 2)
     assert launches(jnp.float32, inputs) == launches(jnp.float32, both) == 2  # forward, fused backward
     assert launches(jnp.bfloat16, both) == 3
-    assert launches(jnp.bfloat16, inputs) == (2 if op == "gae" else 3)
+    assert launches(jnp.bfloat16, inputs) == 2
 
 
 def test_inside_scan_and_jit_without_recompiling():

@@ -140,7 +140,8 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
 
     Every op × mode × layout, in float32 with bool flags and in bfloat16 with int8 flags, with γ
     and λ as Python floats; then, for the ops with γ, every mode × layout in float32 with γ as an
-    array, which `functions` traces: the fused backward's launch that also writes u (ops.py); then
+    array, which `functions` traces: the fused backward's launch that also writes the parameters'
+    gradients (or u, from which XLA takes them: ops.py); then
     their main mode × layout with γ and λ one a row and one a time step (launch.param's forms 3
     and 2, read at every site that reads them), in float32 and then in bfloat16 (whose gradient
     runs the forward kernel again with a float32 output: ops.py, param_residual).

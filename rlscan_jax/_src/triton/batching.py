@@ -69,7 +69,7 @@ def launcher(op: str, axis: int, reverse: bool, out_dtype, store_h: bool):
                 xb[k] = v
             else:
                 xb[k] = jnp.broadcast_to(v, (axis_size, *v.shape))
-        # A fused backward that writes parameters' gradients (ops._PARAM_GRADS) writes one for each
+        # A fused backward that writes parameters' gradients (ops._param_grads_fused) writes one for each
         # vmapped instance: an unbatched parameter is given to it batched, and each gradient,
         # summed to the batched parameter's shape, is reshaped to the instance's shape.
         own = {k: v.shape[1:] if p_batched[k] else v.shape for k, v in p.items()}

@@ -15,7 +15,7 @@ import inspect
 import math
 import warnings
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -145,6 +145,19 @@ def compile_options(num_warps: int, constexprs: dict) -> dict:
     time (tests, kernel_resources) as the GPU compiles them."""
     cap = constexprs.get(custom_call.MAX_REGISTERS_PARAM, 0)
     return {"num_warps": num_warps, **({"maxnreg": cap} if cap else {})}
+
+
+class SegmentSums(NamedTuple):
+    """An output slot of one value a row for each segment of the launch's plan (the kernels'
+    i_s: one for rows scanned whole, a row's segments or chunks where the plan splits it), [nseg · N]
+    flat; scan_call gives it its size, `sum_segments` sums it to [N]."""
+
+    dtype: Any
+
+
+def sum_segments(v: jax.Array, n: int) -> jax.Array:
+    """A SegmentSums output summed over the segments: one value a row, [n]."""
+    return jnp.sum(v.reshape(-1, n), axis=0) if n else jnp.zeros((0,), v.dtype)
 
 
 def placeholder() -> jax.ShapeDtypeStruct:
@@ -410,6 +423,13 @@ LOOKBACK_FENCE = True
 # False: the reference's vjp around the adjoint scan, as for the other ops (for an A/B in the
 # benchmark: `--launch FUSED_BACKWARD=False`).
 FUSED_BACKWARD = True
+# γ's and λ's gradients of GAE, λ-returns and discounted returns summed inside their fused backward
+# launch (adjoint_kernel's GAMMA_GRAD, LAMBDA_GRAD), where a parameter is differentiated; False: the
+# launch writes u, and XLA takes the parameters' gradients from it by the reference's vjp.
+# tests/gpu_runs/README.md, fortieth session (H100, 4096x1024, fwd+bwd, two A/B pairs against
+# 49b4cbe): 1.11-1.52x faster with γ and λ one value or one a row, 1.13-1.50x batch-major with them
+# one a time step; time-major rows with them one a time step keep u (ops._param_grads_fused).
+FUSED_PARAM_GRADS = True
 # The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
 # sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
 # resident an SM), 88 at 16. Its time-major rows scanned whole take VTRACE_ADJOINT_TIME_MAJOR_WARPS
@@ -795,7 +815,7 @@ def scan_call(
     MAXNREG = 0. A parameter of form 2 in `flags` may reach the kernel as form 4 (param_forms).
     """
     if g.N == 0:  # no rows: nothing to launch (a CUDA grid of size 0 is an error)
-        return [jnp.zeros(o.shape, o.dtype) for o in outputs]
+        return [jnp.zeros((0,) if isinstance(o, SegmentSums) else o.shape, o.dtype) for o in outputs]
     narrow = narrow_rows(g, inputs)
     name = kernel.fn.__name__
     block_elems = wide_blocks(name, g, narrow)
@@ -813,6 +833,7 @@ def scan_call(
         column_vec,
     )
     single = p.nseg == 1 and p.cps == 1 and initial is None
+    outputs = [out((p.nseg * g.N,), o.dtype) if isinstance(o, SegmentSums) else o for o in outputs]
     vec = vector_width(g, p, narrow)
     meta = dict(LAYOUT=g.layout, VEC=vec, BIG=p.big, F64=f64, SINGLE=single, BT=p.BT, BB=p.BB, CVEC=p.cvec)
     meta.update(FOLD=False, FENCE=False, WALK_BACK=False, STREAM=False, num_warps=p.num_warps, **flags)

@@ -11,8 +11,11 @@
 For the ops in FUSED_BACKWARD the backward pass is instead one fused launch
 (launchers/adjoint.py): the adjoint scan reads the output cotangents and the raw flags and
 writes the inputs' gradients in their dtypes, with none of the elementwise passes around it. Where
-a parameter (γ, λ) may be differentiated (it was traced when the op was called), that launch also
-writes u, from which the reference's vjp gives the parameters' gradients as above.
+a parameter (γ, λ) is differentiated (traced when the op was called, and perturbed: the
+custom_vjp's symbolic zeros tell), the launch of GAE, λ-returns, discounted returns and
+linear_scan also writes the parameters' gradients, summed in registers from the forward pass's
+state (float32, rerun where the output is 16-bit: param_residual); V-trace's, Retrace's and
+eligibility traces' launches write u, from which the reference's vjp gives them as above.
 
 The launchers carry the `custom_vmap` rule (batching.py); `custom_vjp` sits outside them,
 never on the same function (jax issue 14150).
@@ -25,6 +28,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.custom_derivatives import CustomVJPPrimal, SymbolicZero
 
 from rlscan_jax._src import checks, core
 from rlscan_jax._src.reference import common
@@ -90,9 +94,31 @@ _BACKWARD_READS = {
 }
 
 
-# The ops whose fused backward writes the parameters' gradients too (linear_scan's b of a smaller
-# shape than a: d b summed to its shape), with no u.
+# The ops whose fused backward writes the parameters' gradients too, with no u: linear_scan's b of
+# a smaller shape than a (d b summed to its shape), and with launch.FUSED_PARAM_GRADS the returns'
+# γ and λ (adjoint_kernel sums them in registers, from the forward pass's float32 state and v').
 _PARAM_GRADS = ("linear_scan",)
+_PARAM_GRADS_RETURNS = ("gae", "lambda_returns", "discounted_returns")
+# What adjoint_kernel reads for them besides the cotangents and flags (and h, the float32 state).
+_PARAM_READS = ("values", "next_values", "bootstrap_value")
+
+
+def _param_grads_fused(op: str, x: dict | None = None, p: dict | None = None, axis: int = 0) -> bool:
+    """Whether the op's fused backward writes its parameters' gradients (given x and p: for these
+    inputs). The returns' time-major rows keep u and the reference's vjp where a parameter is
+    neither one value nor one a row: their kernel then writes an array of the steps' shape for each
+    parameter, which measured slower (one a time step at 4096x1024 on an H100, 2026-12-06: GAE
+    0.97x float32 and 0.89x bfloat16, λ-returns 0.85-0.88x; batch-major 1.13-1.50x faster)."""
+    if op in _PARAM_GRADS:
+        return True
+    if not (launch.FUSED_PARAM_GRADS and op in _PARAM_GRADS_RETURNS):
+        return False
+    if x is None:
+        return True
+    shape = x["rewards"].shape
+    if launch.geometry(shape, axis).layout != 0:
+        return True
+    return all(launch.param(v, shape, axis)[1] in (0, 3) for v in p.values())
 
 
 def _adjoint(g_h, b, reset, *, axis, reverse, decay=None):
@@ -140,7 +166,7 @@ def _per_step_array(v, x: dict, axis: int) -> bool:
 def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
     None where the op has no fused backward for these inputs. `h`: the forward pass's residual.
-    For the ops in _PARAM_GRADS `store_u` asks for the parameters' gradients instead of u."""
+    Where _param_grads_fused(op), `store_u` asks for the parameters' gradients instead of u."""
     xf, _ = _split(x)
     if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
         return None
@@ -154,8 +180,11 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
         xg.update({k: x[k] for k in _BACKWARD_READS[op]}, h=h)
     xg.update({k: x[k] for k in FLAGS if k in x})
     grads = {k: jnp.dtype(v.dtype) for k, v in xf.items()}
-    if op in _PARAM_GRADS and store_u:  # the launch writes the parameters' gradients itself
+    if _param_grads_fused(op, x, p, axis) and store_u:  # the launch writes the parameters' gradients itself
         grads.update({k: jnp.dtype(v.dtype) for k, v in p.items()})
+        if op in _PARAM_GRADS_RETURNS:
+            xg.update({k: x.get(k) for k in _PARAM_READS}, h=h)
+        store_u = False
     grads = tuple(sorted(grads.items()))
     return _launch(f"{op}:bwd", axis, reverse, grads, store_u, xg, p)
 
@@ -172,10 +201,14 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         return outs
 
     def f_fwd(x, p):
+        # symbolic_zeros: each leaf comes as (value, perturbed). The parameters that the
+        # differentiation involves travel to f_bwd as the keys of a dict of Nones (static).
+        perturbed = {k: None for k, v in p.items() if v.perturbed}
+        x, p = _values((x, p))
         outs, h = _launch(op, axis, reverse, out_dtype, True, x, p)
         if h is None:
             h = outs[0] if isinstance(outs, tuple) else outs
-        return outs, (x, p, h)
+        return outs, (x, p, h, perturbed)
 
     def reference_grads(x, p, h, g, u=None):
         """The gradients by the reference's vjp around the adjoint scan (u given, or scanned here)."""
@@ -208,39 +241,54 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         gp = {k: (gp_fin[k] + gp_coef[k]).astype(p[k].dtype) for k in p}
         return gx, gp
 
-    def param_residual(x, p, h):
+    def param_residual(x, p, h, wanted):
         """The scan state from which the parameters' gradients are taken: the residual h, or where
         that is the 16-bit output, the same scan again with a float32 output (16-bit inputs are
         computed in float32, DESIGN.md §2). A parameter's gradient sums u·h over its steps, and
         the 16-bit rounding of h does not average out of a sum with cancellation. Recomputed
-        here rather than stored by the forward pass: XLA drops the launch where no parameter's
-        gradient is used (except linear_scan's, whose fused backward writes them with d a)."""
-        if not (param_grads and p) or jnp.dtype(h.dtype) == cdt:
+        here rather than stored by the forward pass, and only where a parameter is
+        differentiated (`wanted`)."""
+        if not wanted or jnp.dtype(h.dtype) == cdt:
             return h
         outs, _ = _launch(op, axis, reverse, cdt, False, x, p)
         return outs[0] if isinstance(outs, tuple) else outs
 
     def f_bwd(res, g):
-        x, p, h = res
+        x, p, h, perturbed = res
+        # Only where a parameter was traced (param_grads) and the differentiation involves it
+        # (perturbed) do its gradient's u, float32 rerun or sums get computed; the others' are 0.
+        wanted = param_grads and bool(perturbed)
+        g = jax.tree.map(_instantiate, g, is_leaf=lambda t: isinstance(t, SymbolicZero))
         # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
         g = _to_varying(g, _all_varying((x, p)))
-        h_p = param_residual(x, p, h)
-        fused = _fused_backward(op, axis, reverse, x, p, h_p if op in _PARAM_GRADS else h, g, param_grads)
+        h_p = param_residual(x, p, h, wanted)
+        in_launch = _param_grads_fused(op, x, p, axis)
+        fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted)
         if fused is None:
             gx, gp = reference_grads(x, p, h_p, g)
         else:
             gx, u = fused
-            if not param_grads:
+            if not wanted:
                 gp = {k: jnp.zeros_like(v) for k, v in p.items()}
-            elif op in _PARAM_GRADS:
+            elif in_launch:
                 gp = {k: gx.pop(k) for k in p}
             else:
                 _, gp = reference_grads(x, p, h_p, g, u=u)
         gx.update({k: _zero_cotangent(v) for k, v in _split(x)[1].items()})
         return gx, gp
 
-    f.defvjp(f_fwd, f_bwd)
+    f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)
     return f
+
+
+def _values(tree):
+    """A fwd rule's arguments (symbolic_zeros: CustomVJPPrimal leaves) as their values."""
+    return jax.tree.map(lambda v: v.value, tree, is_leaf=lambda v: isinstance(v, CustomVJPPrimal))
+
+
+def _instantiate(t):
+    """A cotangent that is a symbolic zero (its output unused) as zeros of its type."""
+    return jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t
 
 
 def _varying(v) -> frozenset:

@@ -64,6 +64,10 @@ def adjoint_kernel(
     p_trunc,
     p_gamma,
     p_lam,
+    p_h,
+    p_v,
+    p_nv,
+    p_boot,
     p_cin,
     N,
     T,
@@ -74,6 +78,8 @@ def adjoint_kernel(
     p_dnv,
     p_dboot,
     p_u,
+    p_dgam,
+    p_dlam,
     p_sh,
     p_sb,
     p_sync,
@@ -88,6 +94,8 @@ def adjoint_kernel(
     HAS_VALUES: tl.constexpr,
     HAS_BOOT: tl.constexpr,
     STORE_U: tl.constexpr,
+    GAMMA_GRAD: tl.constexpr,
+    LAMBDA_GRAD: tl.constexpr,
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
     PHASE: tl.constexpr,
@@ -103,10 +111,18 @@ def adjoint_kernel(
     MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
     """KIND 0 GAE (p_g2: the returns' cotangent), 1 λ-returns, 2 discounted returns. HAS_VALUES:
-    values' gradient is written (GAE always; λ-returns where v' comes from values)."""
+    values' gradient is written (GAE always; λ-returns where v' comes from values).
+
+    GAMMA_GRAD and LAMBDA_GRAD: the parameter's gradient (`_param_grads`), from the forward pass's
+    float32 h (p_h) and v' (p_v, p_nv, p_boot): 0 not written, 1 one a step (p_dgam, p_dlam of the
+    steps' shape, for γ of one value a step or per step), 2 one a row for each segment of the plan
+    ([nseg, N]: for γ of one value or one a row, summed by the launcher over the segments)."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
+    PARAMS: tl.constexpr = GAMMA_GRAD + LAMBDA_GRAD > 0
+    acc_g = tl.zeros([BT, BB], dtype=tl.float64 if F64 else tl.float32)
+    acc_l = acc_g
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, False, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
@@ -133,13 +149,27 @@ def adjoint_kernel(
             common.store(p_dr, off, u, m, STREAM)
             if STORE_U:
                 common.store(p_u, off, u, m, STREAM)
-            if HAS_NEXT or HAS_BOOT:
+            if HAS_NEXT or HAS_BOOT or PARAMS:
                 term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
                 last = common.edge(o_t, o_n, T - 1)
                 b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
                 b_l = b_g
-                if KIND == 1:
+                if KIND == 1 or (KIND == 0 and PARAMS):
                     b_l = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
+            if PARAMS:
+                m_n = m & (o_t < T - 1)[:, None]  # step t+1 exists
+                h_n = common.load(p_h, off + ts, m_n, F64)
+                v_n = _next_value(p_v, p_nv, p_boot, off, ts, m, m_n, o_n, N, last, KIND, HAS_NEXT, HAS_BOOT, F64)
+                b_pg, b_pl = _param_grads(u, h_n, v_n, m, term, done, last, b_g, b_l, KIND)
+                if GAMMA_GRAD == 1:
+                    common.store(p_dgam, off, b_pg, m, STREAM)
+                else:
+                    acc_g += b_pg
+                if LAMBDA_GRAD == 1:
+                    common.store(p_dlam, off, b_pl, m, STREAM)
+                else:
+                    acc_l += b_pl
+            if HAS_NEXT or HAS_BOOT:
                 b_k = _bootstrap_grad(u, term, done | last, b_g, b_l, KIND)
                 if HAS_NEXT:
                     common.store(p_dnv, off, b_k, m, STREAM)
@@ -159,6 +189,64 @@ def adjoint_kernel(
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
+    else:
+        if GAMMA_GRAD == 2:
+            common.store_segment_sums(p_dgam, i_s, o_n, N, acc_g, BIG)
+        if LAMBDA_GRAD == 2:
+            common.store_segment_sums(p_dlam, i_s, o_n, N, acc_l, BIG)
+
+
+@triton.jit
+def _next_value(
+    p_v,
+    p_nv,
+    p_boot,
+    off,
+    ts,
+    m,
+    m_n,
+    o_n,
+    N,
+    last,
+    KIND: tl.constexpr,
+    HAS_NEXT: tl.constexpr,
+    HAS_BOOT: tl.constexpr,
+    F64: tl.constexpr,
+):
+    """v'_t (common.next_state_value): next_values_t, else values_{t+1} (m_n: t+1 exists) and the
+    bootstrap value at T-1; discounted returns without next_values bootstrap at T-1 alone."""
+    if HAS_NEXT:
+        v_n = common.load(p_nv, off, m, F64)
+    elif KIND == 2:
+        v_n = tl.zeros(off.shape, dtype=tl.float64 if F64 else tl.float32)
+    else:
+        v_n = common.load(p_v, off + ts, m_n, F64)
+    if HAS_BOOT and not HAS_NEXT:
+        v_n = tl.where(last, common.load(p_boot, o_n, o_n < N, F64)[None, :], v_n)
+    return v_n
+
+
+@triton.jit
+def _param_grads(u, h_n, v_n, m, term, done, last, b_g, b_l, KIND: tl.constexpr):
+    """γ's and λ's gradients at each step of the block (0 outside m), the reference's
+    d a_t · ∂a_t/∂p + d b_t · ∂b_t/∂p with d a_t = u_t and d b_t = [not done_t] u_t h_{t+1}:
+
+        d γ_t = u_t · k_t / γ_t · v'_t + λ_t · d b_t      (discounted returns: λ_t = 1)
+        d λ_t = γ_t · d b_t                               (GAE)
+              = γ_t · d b_t - [not end_t] γ_t u_t v'_t     (λ-returns; end_t: done_t or t = T-1)
+
+    (k_t: the module docstring's). h_n: h_{t+1}, the forward pass's float32 state a step later (0
+    at T-1, where nothing enters); v_n: v'_t. Terms are selected away, never multiplied by 0, where
+    a step is done or terminated: the state beyond an episode's end may be anything, NaN included."""
+    d_b = tl.where(m & ~done, u * h_n, 0.0)
+    uv = u * v_n
+    d_g = tl.where(m, _bootstrap_grad(uv, term, done | last, 1.0, b_l, KIND), 0.0)
+    if KIND == 2:
+        return d_g + d_b, d_b
+    elif KIND == 0:
+        return d_g + b_l * d_b, b_g * d_b
+    else:
+        return d_g + b_l * d_b, b_g * (d_b - tl.where(m & ~(done | last), uv, 0.0))
 
 
 @triton.jit
@@ -207,11 +295,14 @@ def linear_adjoint_kernel(
     exchanged and T-1 for 0. REVERSE is the adjoint's direction (the forward pass's other).
     b at t±1 and h at t∓1 are read at the neighbouring offsets: no shifted copy is written.
     b is an array of a's shape, or a parameter of a smaller shape (B_FULL, common.load_param),
-    whose gradient the launcher sums from d b; without HAS_DB, h is not read and d b not written."""
+    whose gradient the launcher sums from d b. HAS_DB: 0, h is not read and d b not written; 1, d b
+    written at every step (p_db of a's shape); 2, summed over each program's steps, one value a row
+    for each segment of the plan ([nseg, N]: b of one value or one a row)."""
     i_b, i_s = common.program(p_sync, T, PHASE, REVERSE, BT)
     o_n = common.rows(i_b, BIG, BB)
     m_n = o_n < N
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, REVERSE, KP)
+    acc = tl.zeros([BT, BB], dtype=tl.float64 if F64 else tl.float32)
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, REVERSE, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, REVERSE, VEC, CVEC)
@@ -248,9 +339,13 @@ def linear_adjoint_kernel(
                 b_b0 = common.load_param(p_b, off, at_edge, B_FULL, F64, o_t, o_n, N, T)  # b at the edge alone
                 m_e = m_n & (tl.sum(at_edge.to(tl.int32), axis=0) > 0)  # the chunk holds the edge
                 tl.store(p_dinit + o_n, common.row(b_b0 * u, o_t, t_edge).to(p_dinit.dtype.element_ty), mask=m_e)
-            if HAS_DB:
+            if HAS_DB == 1:
                 common.store(p_db, off, u * b_h, m, STREAM)
+            elif HAS_DB == 2:
+                acc += tl.where(m, u * b_h, 0.0)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, REVERSE), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
+    elif HAS_DB == 2:
+        common.store_segment_sums(p_db, i_s, o_n, N, acc, BIG)

@@ -458,6 +458,15 @@ def store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD: tl.constexpr = False, T
 
 
 @triton.jit
+def store_segment_sums(p, i_s, o_n, N, acc, BIG: tl.constexpr):
+    """The program's block of per-step values `acc` [BT, BB] summed over its steps, at [i_s, N] of p
+    (one value a row for each segment of the plan: launch.SegmentSums)."""
+    if BIG:
+        i_s = i_s.to(tl.int64)
+    tl.store(p + i_s * N + o_n, tl.sum(acc, axis=0).to(p.dtype.element_ty), mask=o_n < N)
+
+
+@triton.jit
 def store(p, off, x, m, STREAM: tl.constexpr = False):
     """STREAM (PHASE 2, launch.STREAM_STORES): a streaming store (st.global.cs), first to leave the
     L2, so the outputs do not push out the inputs that PHASE 1 left there for PHASE 2."""

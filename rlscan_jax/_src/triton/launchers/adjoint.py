@@ -21,15 +21,21 @@ _KIND = {"gae": 0, "lambda_returns": 1, "discounted_returns": 2}
 
 
 def _returns(op, x, p, *, axis, grads, store_u):
-    """GAE, λ-returns and discounted returns: adjoint_kernel."""
+    """GAE, λ-returns and discounted returns: adjoint_kernel. The parameters named in `grads` get
+    their gradients from the same launch (ops._param_grads_fused: x then holds the forward pass's
+    float32 state as h, and the inputs v' comes from), one a row for each segment of the plan
+    where the parameter is one value or one a row, else one a step, summed here to its shape."""
     grads = dict(grads)
     g = x["g"]
     shape = g.shape
-    gamma, gamma_form = launch.param(p["gamma"], shape, axis)
-    lam, lam_form = launch.param(p["lambda_"], shape, axis) if "lambda_" in p else (gamma, 0)
-    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    geo = launch.geometry(shape, axis)
+    params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_") if k in p}
+    gamma, gamma_form = params["gamma"]
+    lam, lam_form = params.get("lambda_", (gamma, 0))
+    f64 = any(jnp.dtype(d) == jnp.float64 for k, d in grads.items() if k not in params)  # the inputs' dtype
     acc = jnp.float64 if f64 else jnp.float32
     edge = shape[:axis] + shape[axis + 1 :]
+    sums = {k: (_param_mode(form) if k in grads else 0) for k, (_, form) in params.items()}
 
     def slot(name, s=shape):
         return launch.out(s, grads[name]) if name in grads else launch.placeholder()
@@ -37,7 +43,7 @@ def _returns(op, x, p, *, axis, grads, store_u):
     outs = launch.scan_call(
         adjoint_kernel,
         op=op,
-        g=launch.geometry(shape, axis),
+        g=geo,
         inputs=[
             g,
             launch.or_(x.get("g2"), g),
@@ -45,6 +51,7 @@ def _returns(op, x, p, *, axis, grads, store_u):
             launch.or_(x["truncated"], g),
             gamma,
             lam,
+            *(launch.or_(x.get(k), g) for k in ("h", "values", "next_values", "bootstrap_value")),
         ],
         outputs=[
             slot("rewards"),
@@ -52,6 +59,8 @@ def _returns(op, x, p, *, axis, grads, store_u):
             slot("next_values"),
             slot("bootstrap_value", edge),
             launch.out(shape, acc) if store_u else launch.placeholder(),
+            _param_slot(sums["gamma"], shape, acc),
+            _param_slot(sums.get("lambda_", 0), shape, acc),
         ],
         reverse=False,
         f64=f64,
@@ -62,11 +71,17 @@ def _returns(op, x, p, *, axis, grads, store_u):
         HAS_VALUES="values" in grads,
         HAS_BOOT="bootstrap_value" in grads,
         STORE_U=store_u,
+        GAMMA_GRAD=sums["gamma"],
+        LAMBDA_GRAD=sums.get("lambda_", 0),
         GAMMA_FULL=gamma_form,
         LAMBDA_FULL=lam_form,
     )
     names = ("rewards", "values", "next_values", "bootstrap_value")
-    return {k: o for k, o in zip(names, outs) if k in grads}, (outs[4] if store_u else None)
+    out = {k: o for k, o in zip(names, outs) if k in grads}
+    for k, o in zip(("gamma", "lambda_"), outs[5:]):
+        if sums.get(k):
+            out[k] = _param_grad(o, sums[k], params[k][1], geo.N, p[k].shape, grads[k])
+    return out, (outs[4] if store_u else None)
 
 
 def gae(x, p, *, axis, reverse, out_dtype, store_h):
@@ -250,21 +265,24 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
     shape = g.shape
     edge = shape[:axis] + shape[axis + 1 :]
     f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    geo = launch.geometry(shape, axis)
     if x["b"] is None:
         decay = p["decay"]
         b, b_form = launch.param(decay, shape, axis)
-        db = launch.out(shape, jnp.float64 if f64 else jnp.float32) if "decay" in grads else None
+        db_mode = _param_mode(b_form) if "decay" in grads else 0
+        db = _param_slot(db_mode, shape, jnp.float64 if f64 else jnp.float32)
     else:
         b, b_form = x["b"], 1
-        db = launch.out(shape, grads["b"]) if "b" in grads else None
+        db_mode = int("b" in grads)
+        db = launch.out(shape, grads["b"]) if db_mode else launch.placeholder()
     outs = launch.scan_call(
         linear_adjoint_kernel,
         op="linear_scan",
-        g=launch.geometry(shape, axis),
-        inputs=[g, b, launch.or_(x["h"] if db is not None else None, g), launch.or_(init, g)],
+        g=geo,
+        inputs=[g, b, launch.or_(x["h"] if db_mode else None, g), launch.or_(init, g)],
         outputs=[
             launch.out(shape, grads["a"]),
-            db if db is not None else launch.placeholder(),
+            db,
             launch.out(edge, grads["initial"]) if init is not None else launch.placeholder(),
         ],
         reverse=not reverse,
@@ -272,12 +290,36 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
         REVERSE=not reverse,
         HAS_INITIAL=init is not None,
         B_FULL=b_form,
-        HAS_DB=db is not None,
+        HAS_DB=db_mode,
     )
     out = {k: o for k, o in zip(("a", "b", "initial"), outs) if k in grads}
     if "decay" in grads:
-        out["decay"] = _sum_to(outs[1], decay.shape).astype(grads["decay"])
+        out["decay"] = _param_grad(outs[1], db_mode, b_form, geo.N, decay.shape, grads["decay"])
     return out, None
+
+
+def _param_mode(form: int) -> int:
+    """How a kernel writes the gradient of a parameter in launch.param's `form`: 2, one a row for
+    each segment of the plan (launch.SegmentSums), where it is one value or one a row; else 1, one a
+    step (an array of the steps' shape, summed to the parameter's shape by `_param_grad`)."""
+    return 2 if form in (0, 3) else 1
+
+
+def _param_slot(mode: int, shape: tuple[int, ...], dtype):
+    """The output slot of a parameter's gradient written in `mode` (0: not written)."""
+    if mode == 2:
+        return launch.SegmentSums(dtype)
+    return launch.out(shape, dtype) if mode else launch.placeholder()
+
+
+def _param_grad(v: jax.Array, mode: int, form: int, n: int, shape: tuple[int, ...], dtype) -> jax.Array:
+    """A parameter's gradient, of `shape` and `dtype`, from its slot `v` as the kernel wrote it in
+    `mode` (`_param_mode`) for n rows: one value sums every segment and row, one a row every
+    segment (the rows' order is the parameter's, launch.param); one a step sums to `shape`."""
+    if mode == 2:
+        v = launch.sum_segments(v, n)
+        return (jnp.sum(v) if form == 0 else v).reshape(shape).astype(dtype)
+    return _sum_to(v, shape).astype(dtype)
 
 
 def _sum_to(v: jax.Array, shape: tuple[int, ...]) -> jax.Array:
