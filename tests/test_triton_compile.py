@@ -276,10 +276,11 @@ def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
     return seen
 
 
-def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, **params):
+def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, wrt_params=False, **params):
     """The operations on arrays of n·t elements or more, outside the kernels' launches, in the traced
     forward pass and in the inputs' gradients (the loss's own operations aside): "primitive [shapes]"
-    of each. `params`: γ or λ as arrays, held constant (not differentiated). A reshape is a view,
+    of each. `params`: γ or λ as arrays, held constant (not differentiated) unless `wrt_params`
+    (then the gradients are the parameters' too). A reshape is a view,
     and a slice that reads a row of a large array (its output small) no pass; anything else that
     writes or reads a whole array is a pass over memory around the kernels (a copy, a transpose,
     a conversion, a broadcast, a reduction)."""
@@ -318,7 +319,7 @@ def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, **params):
     inp = cases.build(op, mode, t, (n,), axis, dtype=dtype)
     inp.args.update({k: jnp.asarray(v) for k, v in params.items()})
     arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
-    floats = [k for k in inp.float_names() if k not in params]
+    floats = [k for k in inp.float_names() if wrt_params or k not in params]
 
     def loss(a):
         outs = cases.call(inp, "triton", {**inp.args, **a})
@@ -355,6 +356,24 @@ def test_no_passes_around_the_kernels(op):
                     assert [p.split()[0] for p in grads] == ["convert_element_type"], (mode, axis, grads)
                     grads = []
                 assert forward == [] and grads == [], (mode, axis, name, forward, grads)
+
+
+@pytest.mark.parametrize("op", ["gae", "lambda_returns", "discounted_returns"])
+def test_parameter_gradients_take_no_passes(op):
+    """γ and λ one value or one a row, differentiated with the inputs: the fused backward launch sums
+    their gradients (one value a row for each segment, launch.SegmentSums), so no pass over the
+    per-step arrays runs around it (before the fortieth session, u was written and XLA's vjp read
+    it with the inputs and the state). Every mode, both layouts, float32 and bfloat16 (whose float32
+    state for the sums is a second forward launch, not a conversion)."""
+    for mode in cases.OPS[op].modes:
+        for axis in (0, -1):
+            for dtype in (np.float32, cases.DTYPES["bf16"]):
+                for form in ("one", "row"):
+                    inp = cases.build(op, mode, 256, (64,), axis)
+                    shape = () if form == "one" else inp.param_shape("row")
+                    params = {k: np.full(shape, 0.9, np.float32) for k in ("gamma", "lambda_") if k in inp.args}
+                    _, grads = _passes_outside_launches(op, mode, axis, dtype, wrt_params=True, **params)
+                    assert grads == [], (mode, axis, np.dtype(dtype).name, form, grads)
 
 
 @pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if cases.OPS[op].has_gamma])
