@@ -140,6 +140,10 @@ class Inputs:
     axis: int
     step_shape: tuple[int, ...]
     args: dict
+    # A gradient's arguments and the outputs its loss uses, where not every floating array and
+    # every output (tests/triton_variants.py: the fused backwards that write only some gradients).
+    wrt: tuple[str, ...] | None = None
+    used: tuple[int, ...] | None = None
 
     @property
     def spec(self) -> OpSpec:

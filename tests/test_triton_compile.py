@@ -276,11 +276,12 @@ def _forward_launches(op, t, rows, dtype, axis=-1, grad=False):
     return seen
 
 
-def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, wrt_params=False, **params):
+def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, wrt_params=False, wrt=None, used=None, **params):
     """The operations on arrays of n·t elements or more, outside the kernels' launches, in the traced
     forward pass and in the inputs' gradients (the loss's own operations aside): "primitive [shapes]"
     of each. `params`: γ or λ as arrays, held constant (not differentiated) unless `wrt_params`
-    (then the gradients are the parameters' too). A reshape is a view,
+    (then the gradients are the parameters' too); `wrt` names the arguments differentiated instead,
+    and `used` the outputs the loss sums (default all). A reshape is a view,
     and a slice that reads a row of a large array (its output small) no pass; anything else that
     writes or reads a whole array is a pass over memory around the kernels (a copy, a transpose,
     a conversion, a broadcast, a reduction)."""
@@ -319,12 +320,12 @@ def _passes_outside_launches(op, mode, axis, dtype, n=64, t=256, wrt_params=Fals
     inp = cases.build(op, mode, t, (n,), axis, dtype=dtype)
     inp.args.update({k: jnp.asarray(v) for k, v in params.items()})
     arrays = {k: v for k, v in inp.args.items() if isinstance(v, np.ndarray)}
-    floats = [k for k in inp.float_names() if wrt_params or k not in params]
+    floats = [k for k in inp.float_names() if wrt_params or k not in params] if wrt is None else wrt
 
     def loss(a):
         outs = cases.call(inp, "triton", {**inp.args, **a})
         with jax.named_scope(loss_scope):
-            return sum(jnp.sum(o.astype(jnp.float32)) for o in outs)
+            return sum(jnp.sum(outs[i].astype(jnp.float32)) for i in (range(len(outs)) if used is None else used))
 
     with triton_variants.recording(on_launch):
         forward = jax.make_jaxpr(lambda a: cases.call(inp, "triton", {**inp.args, **a}))(arrays)
@@ -374,6 +375,24 @@ def test_parameter_gradients_take_no_passes(op):
                     params = {k: np.full(shape, 0.9, np.float32) for k in ("gamma", "lambda_") if k in inp.args}
                     _, grads = _passes_outside_launches(op, mode, axis, dtype, wrt_params=True, **params)
                     assert grads == [], (mode, axis, np.dtype(dtype).name, form, grads)
+
+
+@pytest.mark.parametrize("op", triton_variants.SELECTIVE)
+def test_some_gradients_take_no_passes(op):
+    """The gradient of one input alone, and for GAE and V-trace of one output alone: no pass over
+    the per-step arrays around the kernels (before the forty-first session, the unused output's
+    cotangent was zeros written out for the fused backward to read). Every mode, both layouts,
+    float32 and bfloat16."""
+    for mode in cases.OPS[op].modes:
+        for axis in (0, -1):
+            for dtype in (np.float32, cases.DTYPES["bf16"]):
+                names = cases.build(op, mode, 16, (4,), axis).float_names()
+                subsets = [((k,), None) for k in names]
+                if op in ("gae", "vtrace"):
+                    subsets += [(names, (0,)), (names, (1,))]
+                for wrt, used in subsets:
+                    _, grads = _passes_outside_launches(op, mode, axis, dtype, wrt=list(wrt), used=used)
+                    assert grads == [], (mode, axis, np.dtype(dtype).name, wrt, used, grads)
 
 
 @pytest.mark.parametrize("op", [op for op in cases.OP_NAMES if cases.OPS[op].has_gamma])

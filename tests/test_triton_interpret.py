@@ -1106,6 +1106,90 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
                         cases.assert_close(g[k], w[k], np.float32, msg=f"{op} {split} axis {axis} {form} d/d{k}")
 
 
+# The fused backward's constexpr that switches on each input's gradient store (ops.SELECTIVE).
+GRAD_STORES = {
+    "adjoint_kernel": {"rewards": "DR", "values": "DV", "next_values": "DNV", "bootstrap_value": "DBOOT"},
+    "vtrace_adjoint_kernel": {
+        "rewards": "DR",
+        "values": "DV",
+        "log_rhos": "DLR",
+        "next_values": "DNV",
+        "bootstrap_value": "DBOOT",
+    },
+    "retrace_adjoint_kernel": {"rewards": "DR", "q_values": "DQ", "next_values": "DNV", "log_rhos": "DLR"},
+}
+
+
+@pytest.mark.parametrize("split", ["one-pass", "three-launch", "lookback"])
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("op", [*RETURNS_OPS, "vtrace", "retrace"])
+def test_gradients_of_some_inputs(op, axis, split, monkeypatch):
+    """The fused backward writes the gradients of only the inputs the differentiation involves
+    (the custom_vjp's symbolic zeros tell): each floating input alone, the parameters alone (a
+    meta-gradient: γ and λ, no input's gradient written) and, for GAE and V-trace, each output
+    alone (the unused output's cotangent a symbolic zero, not read: HAS_G, HAS_G2), in one pass,
+    three launches and the look-back. Each launch's stores are asserted from its constexprs, and
+    every gradient against the float64 oracle's.
+    Time-major rows take the op's main mode (next_values, truncation), batch-major rows its other
+    (bootstrap_value, or Retrace without flags)."""
+
+    mode = cases.MAIN_MODE[op] if axis == 0 else cases.OTHER_MODE[op]
+    inp = cases.build(op, mode, 37, (5,) if axis == 0 else (2, 3), axis)
+    rng = np.random.default_rng(cases.seed_of(f"{op}{axis}some inputs"))
+    n_out = len(cases.call(inp, "associative"))
+    weights = [rng.normal(size=o.shape) for o in cases.call(inp, "associative")]
+    inputs = inp.float_names()
+    params = [k for k in ("gamma", "lambda_") if inp.args.get(k) is not None]
+    choices = [((k,), tuple(range(n_out))) for k in inputs]
+    choices.append((tuple(params), tuple(range(n_out))))
+    if n_out == 2:
+        choices += [(tuple(inputs), (0,)), (tuple(inputs), (1,))]
+    kernel = "adjoint_kernel" if op in RETURNS_OPS else f"{op}_adjoint_kernel"
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        _check_some_inputs(op, axis, split, inp, weights, inputs, choices, kernel)
+
+
+def _check_some_inputs(op, axis, split, inp, weights, inputs, choices, kernel):
+    import triton_variants
+
+    n_out = len(weights)
+    for wrt, used in choices:
+        floats = {k: jnp.asarray(inp.args[k], jnp.float32) for k in wrt}
+        rest = {k: v for k, v in inp.args.items() if k not in wrt}
+
+        def loss(fl, rest=rest, used=used):
+            outs = cases.call(inp, "triton", {**rest, **fl})
+            return sum(jnp.sum(outs[i] * jnp.asarray(weights[i], jnp.float32)) for i in used)
+
+        def oracle_loss(fl, rest=rest, used=used):
+            outs = cases.call_oracle(inp, {**rest, **fl}, xp=jnp)
+            return sum(jnp.sum(outs[i] * weights[i]) for i in used)
+
+        launches = []
+
+        def on_launch(kern, grid, args, out_shapes, num_warps, constexprs, launches=launches):
+            launches.append((kern.fn.__name__, constexprs))
+
+        grad = jax.jit(jax.grad(loss))
+        with triton_variants.recording(on_launch):
+            jax.eval_shape(grad, floats)
+        bwd = [c for name, c in launches if name == kernel]
+        assert bwd, (wrt, [name for name, _ in launches])
+        for c in bwd:
+            stores = {k: c[flag] for k, flag in GRAD_STORES[kernel].items() if k in inputs}
+            assert stores == {k: k in wrt for k in stores}, (wrt, used, stores)
+            if n_out == 2:
+                assert (c["HAS_G"], c["HAS_G2"]) == (0 in used, 1 in used), (wrt, used)
+        got = grad(floats)
+        with enable_x64():
+            want = jax.grad(oracle_loss)({k: np.asarray(inp.args[k], np.float64) for k in wrt})
+        for k in wrt:
+            assert got[k].shape == np.shape(want[k]) and got[k].dtype == jnp.float32, k
+            cases.assert_close(got[k], want[k], np.float32, msg=f"{op} {split} axis {axis} d/d{k} of outputs {used}")
+
+
 def _with_gamma(f, floats):
     return lambda g: f(*floats, gamma=g)
 

@@ -144,7 +144,10 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
     gradients (or u, from which XLA takes them: ops.py); then
     their main mode × layout with γ and λ one a row and one a time step (launch.param's forms 3
     and 2, read at every site that reads them), in float32 and then in bfloat16 (whose gradient
-    runs the forward kernel again with a float32 output: ops.py, param_residual).
+    runs the forward kernel again with a float32 output: ops.py, param_residual); last, for the
+    ops whose fused backward writes only the gradients asked for (ops.SELECTIVE), their main mode ×
+    SELECTIVE_LAYOUTS in float32 with the gradient of the value inputs alone, of γ and λ alone (arrays), and
+    for GAE and V-trace of each output alone (Inputs.wrt, Inputs.used).
     """
     out = []
     for op, spec in cases.OPS.items():
@@ -163,7 +166,26 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
                 for T, batch, axis in LAYOUTS:
                     for shared in ("row", "time"):
                         out.append(_call(op, cases.MAIN_MODE[op], T, batch, axis, dtype, flag_dtype, shared))
+    for op in SELECTIVE:
+        for T, batch, axis in SELECTIVE_LAYOUTS:
+            gamma = np.asarray(0.9, np.float32)
+            inp, args = _call(op, cases.MAIN_MODE[op], T, batch, axis, np.float32, np.bool_, gamma)
+            names = inp.float_names()
+            params = tuple(k for k in ("gamma", "lambda_") if k in names)
+            critic = tuple(k for k in names if k in ("values", "next_values", "q_values"))
+            subsets = [(critic, None), (params, None)]
+            if op in ("gae", "vtrace"):
+                inputs = tuple(k for k in names if k not in params)
+                subsets += [(inputs, (0,)), (inputs, (1,))]
+            out += [(dataclasses.replace(inp, wrt=wrt, used=used), args) for wrt, used in subsets]
     return out
+
+
+# The ops whose fused backward writes only the gradients the differentiation asks for, and the
+# layouts of their calls that ask for some: one pass both layouts, the batch-major look-back
+# (PHASE 3) and a time-major split (PHASES 1 and 2).
+SELECTIVE = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
+SELECTIVE_LAYOUTS = ((16, (64,), 0), (16, (64,), -1), (4094, (2,), -1), (4096, (3,), 0))
 
 
 def _call(op, mode, T, batch, axis, dtype, flag_dtype, gamma) -> tuple[cases.Inputs, dict]:
@@ -186,20 +208,23 @@ def _call(op, mode, T, batch, axis, dtype, flag_dtype, gamma) -> tuple[cases.Inp
 
 
 def functions(inp: cases.Inputs, args: dict, implementation: str):
-    """(arrays, forward, grad): the call and the gradient of the sum of its outputs.
+    """(arrays, forward, grad): the call and the gradient of the sum of its outputs (those in
+    `inp.used`, where given).
 
     `forward(arrays)` returns the outputs and `grad(arrays)` the gradients with respect to the
-    floating arrays (`inp.float_names()`), as functions of the array arguments `arrays`; the
+    floating arrays (`inp.float_names()`, or `inp.wrt` where given), as functions of the array arguments `arrays`; the
     other arguments (floats, None, `reverse`) stay fixed.
     """
     arrays = {k: v for k, v in args.items() if isinstance(v, np.ndarray)}
-    names = inp.float_names()
+    names = inp.float_names() if inp.wrt is None else list(inp.wrt)
 
     def forward(arrays):
         return cases.call(inp, implementation, {**args, **arrays})
 
     def loss(floats, arrays):
-        return sum(jnp.sum(o.astype(jnp.float32)) for o in forward({**arrays, **floats}))
+        outs = forward({**arrays, **floats})
+        used = range(len(outs)) if inp.used is None else inp.used
+        return sum(jnp.sum(outs[i].astype(jnp.float32)) for i in used)
 
     def grad(arrays):
         return jax.grad(loss)({k: arrays[k] for k in names}, arrays)

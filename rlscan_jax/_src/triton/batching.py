@@ -34,7 +34,7 @@ def _launcher(op: str):
 
 def _step_rank(x: dict, batched: dict) -> int:
     """The unbatched rank of the per-step shape (done's or reset's where inputs carry feature axes)."""
-    for key in ("done", "reset", "rewards", "a", "inputs", "g"):
+    for key in ("done", "reset", "rewards", "a", "inputs", "g", "g2"):
         if x.get(key) is not None:
             return x[key].ndim - int(batched[key])
     raise ValueError("no per-step input")

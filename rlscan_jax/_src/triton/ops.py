@@ -15,7 +15,10 @@ a parameter (γ, λ) is differentiated (traced when the op was called, and pertu
 custom_vjp's symbolic zeros tell), the launch of GAE, λ-returns, discounted returns and
 linear_scan also writes the parameters' gradients, summed in registers from the forward pass's
 state (float32, rerun where the output is 16-bit: param_residual); V-trace's, Retrace's and
-eligibility traces' launches write u, from which the reference's vjp gives them as above.
+eligibility traces' launches write u, from which the reference's vjp gives them as above. The
+launches of the ops in SELECTIVE write the gradients of only the inputs the differentiation
+involves (a rollout's rewards, a meta-gradient's inputs: no pass), and read no cotangent of an
+unused output.
 
 The launchers carry the `custom_vmap` rule (batching.py); `custom_vjp` sits outside them,
 never on the same function (jax issue 14150).
@@ -102,6 +105,11 @@ _PARAM_GRADS_RETURNS = ("gae", "lambda_returns", "discounted_returns")
 # What adjoint_kernel reads for them besides the cotangents and flags (and h, the float32 state).
 _PARAM_READS = ("values", "next_values", "bootstrap_value")
 
+# The ops whose fused backward writes the gradients of only the inputs (and parameters) that the
+# differentiation involves (the custom_vjp's symbolic zeros tell), and reads no cotangent of an
+# unused second output: a rollout's rewards, or a meta-gradient's inputs, cost no pass.
+SELECTIVE = (*_PARAM_GRADS_RETURNS, "vtrace", "retrace")
+
 
 def _param_grads_fused(op: str, x: dict | None = None, p: dict | None = None, axis: int = 0) -> bool:
     """Whether the op's fused backward writes its parameters' gradients (given x and p: for these
@@ -163,10 +171,14 @@ def _per_step_array(v, x: dict, axis: int) -> bool:
     return full[t] > 1 and any(d > 1 for i, d in enumerate(full) if i != t)
 
 
-def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool):
+def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool, wrt: frozenset):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
     None where the op has no fused backward for these inputs. `h`: the forward pass's residual.
-    Where _param_grads_fused(op), `store_u` asks for the parameters' gradients instead of u."""
+    Where _param_grads_fused(op), `store_u` asks for the parameters' gradients instead of u.
+
+    `wrt`: the inputs and parameters that the differentiation involves. The ops in SELECTIVE write
+    only those inputs' gradients (the launcher's `grads` names the others with None: given, not
+    written); a cotangent of None (an unused output of GAE or V-trace) is not read."""
     xf, _ = _split(x)
     if not launch.FUSED_BACKWARD or op not in FUSED_BACKWARD:
         return None
@@ -179,12 +191,15 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
     if op in _BACKWARD_READS:
         xg.update({k: x[k] for k in _BACKWARD_READS[op]}, h=h)
     xg.update({k: x[k] for k in FLAGS if k in x})
-    grads = {k: jnp.dtype(v.dtype) for k, v in xf.items()}
+    selective = op in SELECTIVE
+    grads = {k: jnp.dtype(v.dtype) if k in wrt or not selective else None for k, v in xf.items()}
     if _param_grads_fused(op, x, p, axis) and store_u:  # the launch writes the parameters' gradients itself
-        grads.update({k: jnp.dtype(v.dtype) for k, v in p.items()})
+        grads.update({k: jnp.dtype(v.dtype) for k, v in p.items() if k in wrt or not selective})
         if op in _PARAM_GRADS_RETURNS:
             xg.update({k: x.get(k) for k in _PARAM_READS}, h=h)
         store_u = False
+    if not store_u and all(d is None for d in grads.values()):
+        return {}, None
     grads = tuple(sorted(grads.items()))
     return _launch(f"{op}:bwd", axis, reverse, grads, store_u, xg, p)
 
@@ -201,9 +216,9 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         return outs
 
     def f_fwd(x, p):
-        # symbolic_zeros: each leaf comes as (value, perturbed). The parameters that the
+        # symbolic_zeros: each leaf comes as (value, perturbed). The inputs and parameters that the
         # differentiation involves travel to f_bwd as the keys of a dict of Nones (static).
-        perturbed = {k: None for k, v in p.items() if v.perturbed}
+        perturbed = {k: None for k, v in (*x.items(), *p.items()) if getattr(v, "perturbed", False)}
         x, p = _values((x, p))
         outs, h = _launch(op, axis, reverse, out_dtype, True, x, p)
         if h is None:
@@ -255,25 +270,39 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
 
     def f_bwd(res, g):
         x, p, h, perturbed = res
+        wrt = frozenset(perturbed)
         # Only where a parameter was traced (param_grads) and the differentiation involves it
         # (perturbed) do its gradient's u, float32 rerun or sums get computed; the others' are 0.
-        wanted = param_grads and bool(perturbed)
-        g = jax.tree.map(_instantiate, g, is_leaf=lambda t: isinstance(t, SymbolicZero))
-        # A cotangent may vary along fewer manual axes than its output (a psum's transpose).
-        g = _to_varying(g, _all_varying((x, p)))
+        wanted = param_grads and any(k in wrt for k in p)
+        axes = _all_varying((x, p))
+
+        def instantiated(g):
+            """Symbolic zeros (unused outputs) as zeros, every cotangent varying along the manual
+            axes of the inputs (a cotangent may vary along fewer: a psum's transpose)."""
+            return _to_varying(jax.tree.map(_instantiate, g, is_leaf=lambda t: isinstance(t, SymbolicZero)), axes)
+
+        g_sym = g
+        if isinstance(g, tuple) and op in SELECTIVE and not all(isinstance(t, SymbolicZero) for t in g):
+            # An unused output's symbolic zero stays None: the fused backward does not read it.
+            g = tuple(None if isinstance(t, SymbolicZero) else _to_varying(t, axes) for t in g)
+        else:
+            g = instantiated(g)
         h_p = param_residual(x, p, h, wanted)
         in_launch = _param_grads_fused(op, x, p, axis)
-        fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted)
+        fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted, wrt)
         if fused is None:
-            gx, gp = reference_grads(x, p, h_p, g)
+            gx, gp = reference_grads(x, p, h_p, instantiated(g_sym))
         else:
             gx, u = fused
             if not wanted:
-                gp = {k: jnp.zeros_like(v) for k, v in p.items()}
+                gp = {k: None for k in p}
             elif in_launch:
-                gp = {k: gx.pop(k) for k in p}
+                gp = {k: gx.pop(k, None) for k in p}
             else:
-                _, gp = reference_grads(x, p, h_p, g, u=u)
+                _, gp = reference_grads(x, p, h_p, instantiated(g_sym), u=u)
+        # Gradients of what the differentiation does not involve: symbolic zeros (None), not computed.
+        gx = {k: gx.get(k) if k in wrt else None for k in _split(x)[0]}
+        gp = {k: gp[k] if k in wrt else None for k in p}
         gx.update({k: _zero_cotangent(v) for k, v in _split(x)[1].items()})
         return gx, gp
 

@@ -90,9 +90,14 @@ def adjoint_kernel(
     KIND: tl.constexpr,
     HAS_TERM: tl.constexpr,
     HAS_TRUNC: tl.constexpr,
+    HAS_G: tl.constexpr,
+    HAS_G2: tl.constexpr,
     HAS_NEXT: tl.constexpr,
-    HAS_VALUES: tl.constexpr,
     HAS_BOOT: tl.constexpr,
+    DR: tl.constexpr,
+    DV: tl.constexpr,
+    DNV: tl.constexpr,
+    DBOOT: tl.constexpr,
     STORE_U: tl.constexpr,
     GAMMA_GRAD: tl.constexpr,
     LAMBDA_GRAD: tl.constexpr,
@@ -110,8 +115,12 @@ def adjoint_kernel(
     CVEC: tl.constexpr,
     MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
-    """KIND 0 GAE (p_g2: the returns' cotangent), 1 λ-returns, 2 discounted returns. HAS_VALUES:
-    values' gradient is written (GAE always; λ-returns where v' comes from values).
+    """KIND 0 GAE (p_g, p_g2: the advantages' and the returns' cotangents, each read where HAS_G,
+    HAS_G2: an unused output's is not), 1 λ-returns, 2 discounted returns (HAS_G). HAS_NEXT: v'
+    comes from next_values, else from values a step later (GAE, λ-returns) and, where HAS_BOOT,
+    the bootstrap value at T-1. DR, DV, DNV and DBOOT: the gradients of rewards, values,
+    next_values and bootstrap_value written (each only where the differentiation involves that
+    input, ops.SELECTIVE).
 
     GAMMA_GRAD and LAMBDA_GRAD: the parameter's gradient (`_param_grads`), from the forward pass's
     float32 h (p_h) and v' (p_v, p_nv, p_boot): 0 not written, 1 one a step (p_dgam, p_dlam of the
@@ -127,9 +136,12 @@ def adjoint_kernel(
         c = common.chunk_index(i_s, k, CPS, False, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
         m_p = m & (o_t > 0)[:, None]  # step t-1 exists
-        b_gh = common.load(p_g, off, m, F64)  # [BT, BB]
-        if KIND == 0:
-            b_gh += common.load(p_g2, off, m, F64)
+        if HAS_G:
+            b_gh = common.load(p_g, off, m, F64)  # [BT, BB]
+            if KIND == 0 and HAS_G2:
+                b_gh += common.load(p_g2, off, m, F64)
+        else:
+            b_gh = common.load(p_g2, off, m, F64)
         term_p, done_p = _flags(p_term, p_trunc, off - ts, m_p, HAS_TERM, HAS_TRUNC)
         b_g_p = common.load_param(p_gamma, off - ts, m_p, GAMMA_FULL, F64, o_t - 1, o_n, N, T)
         b_l_p = b_g_p
@@ -146,10 +158,11 @@ def adjoint_kernel(
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_dr, off, u, m, STREAM)
+            if DR:
+                common.store(p_dr, off, u, m, STREAM)
             if STORE_U:
                 common.store(p_u, off, u, m, STREAM)
-            if HAS_NEXT or HAS_BOOT or PARAMS:
+            if DNV or DBOOT or PARAMS:
                 term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
                 last = common.edge(o_t, o_n, T - 1)
                 b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
@@ -169,21 +182,23 @@ def adjoint_kernel(
                     common.store(p_dlam, off, b_pl, m, STREAM)
                 else:
                     acc_l += b_pl
-            if HAS_NEXT or HAS_BOOT:
+            if DNV or DBOOT:
                 b_k = _bootstrap_grad(u, term, done | last, b_g, b_l, KIND)
-                if HAS_NEXT:
+                if DNV:
                     common.store(p_dnv, off, b_k, m, STREAM)
                 else:
                     m_last = (o_n < N) & (tl.sum(last.to(tl.int32), axis=0) > 0)  # the chunk holds T-1
                     tl.store(p_dboot + o_n, common.row(b_k, o_t, T - 1).to(p_dboot.dtype.element_ty), mask=m_last)
-            if HAS_VALUES:
+            if DV:
                 b_dv = tl.zeros_like(u)
                 if not HAS_NEXT:
                     # u_{t-1}: the row before in the block, and the carry across the chunk's start.
                     u_p = common.previous(u, tl.zeros_like(u) + ch[None, :], m)
                     b_dv = tl.where(m_p, _bootstrap_grad(u_p, term_p, done_p, b_g_p, b_l_p, KIND), 0.0)
                 if KIND == 0:
-                    b_dv += common.load(p_g2, off, m, F64) - u
+                    b_dv -= u
+                    if HAS_G2:
+                        b_dv += common.load(p_g2, off, m, F64)
                 common.store(p_dv, off, b_dv, m, STREAM)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)

@@ -88,7 +88,14 @@ def vtrace_adjoint_kernel(
     F64: tl.constexpr,
     HAS_TERM: tl.constexpr,
     HAS_TRUNC: tl.constexpr,
+    HAS_G: tl.constexpr,
+    HAS_G2: tl.constexpr,
     HAS_NEXT: tl.constexpr,
+    DR: tl.constexpr,
+    DV: tl.constexpr,
+    DLR: tl.constexpr,
+    DNV: tl.constexpr,
+    DBOOT: tl.constexpr,
     STORE_U: tl.constexpr,
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
@@ -107,7 +114,11 @@ def vtrace_adjoint_kernel(
     CVEC: tl.constexpr,
     MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
-    """HAS_NEXT: v' from next_values (d next_values written), else from values and the bootstrap."""
+    """HAS_NEXT: v' from next_values, else from values and the bootstrap. HAS_G, HAS_G2: vs's and
+    pg's cotangents are read (else that output is unused, its cotangent 0). DR, DV, DLR, DNV and
+    DBOOT: the gradients of rewards, values, log_rhos, next_values and bootstrap_value written (each
+    only where the differentiation involves that input, ops.SELECTIVE); d log_rhos alone reads
+    rewards, values, v' and h."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
@@ -122,10 +133,15 @@ def vtrace_adjoint_kernel(
         b_c_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n, N, T) * tl.minimum(
             common.load_param(p_c_clip, off - ts, m_p, C_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
         )
-        b_pgw_p = tl.minimum(
-            common.load_param(p_pg_clip, off - ts, m_p, PG_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
-        ) * common.load(p_g2, off - ts, m_p, F64)  # π_{t-1} g2_{t-1}
-        b_gh = common.load(p_g, off, m, F64) + tl.where(m_p & ~done_p, b_g_p * b_pgw_p, 0.0)
+        if HAS_G:
+            b_gh = common.load(p_g, off, m, F64)
+        else:
+            b_gh = tl.zeros(off.shape, dtype=tl.float64 if F64 else tl.float32)
+        if HAS_G2:
+            b_pgw_p = tl.minimum(
+                common.load_param(p_pg_clip, off - ts, m_p, PG_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
+            ) * common.load(p_g2, off - ts, m_p, F64)  # π_{t-1} g2_{t-1}
+            b_gh += tl.where(m_p & ~done_p, b_g_p * b_pgw_p, 0.0)
         A, B = common.scan(b_gh, b_g_p * b_c_p, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
         if PHASE == 3:
             ch = common.lookback(
@@ -138,53 +154,63 @@ def vtrace_adjoint_kernel(
             term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
             last = common.edge(o_t, o_n, T - 1)
             cont = ~(done | last)
-            m1 = m & ~last  # t+1 exists
-            b_r = common.load(p_r, off, m, F64)
-            b_v = common.load(p_v, off, m, F64)
             b_rho = tl.exp(common.load(p_lr, off, m, F64))
             b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
             rho_clip = common.load_param(p_rho_clip, off, m, RHO_CLIP_FULL, F64, o_t, o_n, N, T)
-            c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
-            pg_clip = common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n, N, T)
-            b_rho_bar = tl.minimum(rho_clip, b_rho)
-            b_pg_rho = tl.minimum(pg_clip, b_rho)
-            b_g2 = common.load(p_g2, off, m, F64)
-            b_h1 = common.load(p_h, off + ts, m1, F64)  # h_{t+1}
-            b_v1 = common.load(p_v, off + ts, m1, F64)  # V_{t+1}
-            if HAS_NEXT:
-                b_nv = common.load(p_nv, off, m, F64)
+            b_ru = tl.minimum(rho_clip, b_rho) * u
+            if HAS_G2:
+                pg_clip = common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n, N, T)
+                b_g2 = common.load(p_g2, off, m, F64)
+                b_pgw = tl.minimum(pg_clip, b_rho) * b_g2
+                b_k = tl.where(term, 0.0, b_g * (b_ru + tl.where(cont, 0.0, b_pgw)))
             else:
-                b_boot = common.load(p_boot, o_n, o_n < N, F64)
-                b_nv = tl.where(last, b_boot[None, :], b_v1)
-            b_w = tl.where(cont, b_v1 + b_h1, b_nv)
-            b_ru = b_rho_bar * u
-            b_pgw = b_pg_rho * b_g2
-            b_k = tl.where(term, 0.0, b_g * (b_ru + tl.where(cont, 0.0, b_pgw)))
-            delta = b_r + tl.where(term, 0.0, b_g * b_nv) - b_v
-            delta_pg = b_r + tl.where(term, 0.0, b_g * b_w) - b_v
-            b_db = tl.where(cont, u * b_h1, 0.0)
-            b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
-            b_dlr = b_rho * (
-                u * delta * _dmin(b_rho, rho_clip)
-                + b_db * b_g * b_lam * _dmin(b_rho, c_clip)
-                + b_g2 * delta_pg * _dmin(b_rho, pg_clip)
-            )
-            common.store(p_dr, off, b_ru + b_pgw, m, STREAM)
-            common.store(p_dlr, off, b_dlr, m, STREAM)
-            b_dv = b_gh - b_ru - b_pgw
+                b_k = tl.where(term, 0.0, b_g * b_ru)
+            if DLR:
+                m1 = m & ~last  # t+1 exists
+                b_r = common.load(p_r, off, m, F64)
+                b_v = common.load(p_v, off, m, F64)
+                c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
+                b_h1 = common.load(p_h, off + ts, m1, F64)  # h_{t+1}
+                b_v1 = common.load(p_v, off + ts, m1, F64)  # V_{t+1}
+                if HAS_NEXT:
+                    b_nv = common.load(p_nv, off, m, F64)
+                else:
+                    b_boot = common.load(p_boot, o_n, o_n < N, F64)
+                    b_nv = tl.where(last, b_boot[None, :], b_v1)
+                delta = b_r + tl.where(term, 0.0, b_g * b_nv) - b_v
+                b_db = tl.where(cont, u * b_h1, 0.0)
+                b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
+                b_s = u * delta * _dmin(b_rho, rho_clip) + b_db * b_g * b_lam * _dmin(b_rho, c_clip)
+                if HAS_G2:
+                    b_w = tl.where(cont, b_v1 + b_h1, b_nv)
+                    delta_pg = b_r + tl.where(term, 0.0, b_g * b_w) - b_v
+                    b_s += b_g2 * delta_pg * _dmin(b_rho, pg_clip)
+                common.store(p_dlr, off, b_rho * b_s, m, STREAM)
+            if DR:
+                b_dr = b_ru
+                if HAS_G2:
+                    b_dr += b_pgw
+                common.store(p_dr, off, b_dr, m, STREAM)
             if HAS_NEXT:
-                common.store(p_dnv, off, b_k, m, STREAM)
-            else:
+                if DNV:
+                    common.store(p_dnv, off, b_k, m, STREAM)
+            elif DBOOT:
                 m_last = (o_n < N) & (tl.sum(last.to(tl.int32), axis=0) > 0)  # the chunk holds T-1
                 tl.store(p_dboot + o_n, common.row(b_k, o_t, T - 1).to(p_dboot.dtype.element_ty), mask=m_last)
-                # k_{t-1}: v'_{t-1} is V_t.
-                b_ru_p = tl.minimum(
-                    common.load_param(p_rho_clip, off - ts, m_p, RHO_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
-                )
-                b_ru_p = b_ru_p * _previous(u, ch, m)
-                b_k_p = b_g_p * (b_ru_p + tl.where(done_p, b_pgw_p, 0.0))
-                b_dv += tl.where(m_p & ~term_p, b_k_p, 0.0)
-            common.store(p_dv, off, b_dv, m, STREAM)
+            if DV:
+                b_dv = b_gh - b_ru
+                if HAS_G2:
+                    b_dv -= b_pgw
+                if not HAS_NEXT:
+                    # k_{t-1}: v'_{t-1} is V_t.
+                    b_ru_p = tl.minimum(
+                        common.load_param(p_rho_clip, off - ts, m_p, RHO_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
+                    )
+                    b_k_p = b_ru_p * _previous(u, ch, m)
+                    if HAS_G2:
+                        b_k_p += tl.where(done_p, b_pgw_p, 0.0)
+                    b_dv += tl.where(m_p & ~term_p, b_g_p * b_k_p, 0.0)
+                common.store(p_dv, off, b_dv, m, STREAM)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
     if PHASE == 1:
@@ -221,6 +247,10 @@ def retrace_adjoint_kernel(
     F64: tl.constexpr,
     HAS_TERM: tl.constexpr,
     HAS_TRUNC: tl.constexpr,
+    DR: tl.constexpr,
+    DQ: tl.constexpr,
+    DNV: tl.constexpr,
+    DLR: tl.constexpr,
     STORE_U: tl.constexpr,
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
@@ -237,7 +267,9 @@ def retrace_adjoint_kernel(
     CVEC: tl.constexpr,
     MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
-    """p_h: the forward pass's G (its own output)."""
+    """p_h: the forward pass's G (its own output). DR, DQ, DNV and DLR: the gradients of rewards,
+    q_values, next_values and log_rhos written (each only where the differentiation involves that
+    input, ops.SELECTIVE)."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
@@ -258,17 +290,22 @@ def retrace_adjoint_kernel(
             )
         u = common.apply(A, B, ch, SINGLE)
         if PHASE != 1:
-            common.store(p_dr, off, u, m, STREAM)
+            if DR:
+                common.store(p_dr, off, u, m, STREAM)
             if STORE_U:
                 common.store(p_u, off, u, m, STREAM)
-            term, _ = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
-            b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
-            common.store(p_dnv, off, tl.where(term, 0.0, b_g * u), m, STREAM)
-            b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m), 0.0)
-            b_q = common.load(p_q, off, m, F64)
-            b_h = common.load(p_h, off, m, F64)
-            common.store(p_dq, off, -(b_c * b_s), m, STREAM)
-            common.store(p_dlr, off, b_s * (b_h - b_q) * b_lam * b_rho * _dmin(b_rho, c_clip), m, STREAM)
+            if DNV:
+                term, _ = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
+                b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
+                common.store(p_dnv, off, tl.where(term, 0.0, b_g * u), m, STREAM)
+            if DQ or DLR:
+                b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m), 0.0)
+            if DQ:
+                common.store(p_dq, off, -(b_c * b_s), m, STREAM)
+            if DLR:
+                b_q = common.load(p_q, off, m, F64)
+                b_h = common.load(p_h, off, m, F64)
+                common.store(p_dlr, off, b_s * (b_h - b_q) * b_lam * b_rho * _dmin(b_rho, c_clip), m, STREAM)
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
     if PHASE == 1:

@@ -9,6 +9,8 @@ compute dtype, from which ops.py takes the parameters' gradients otherwise) only
 asks for it, else None.
 """
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -28,19 +30,17 @@ def _returns(op, x, p, *, axis, grads, store_u):
     float32 state as h, and the inputs v' comes from), one a row for each segment of the plan
     where the parameter is one value or one a row, else one a step, summed here to its shape."""
     grads = dict(grads)
-    g = x["g"]
+    g = launch.or_(x["g"], x.get("g2"))  # GAE's advantages unused: the returns' cotangent alone
     shape = g.shape
     geo = launch.geometry(shape, axis)
     params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_") if k in p}
     gamma, gamma_form = params["gamma"]
     lam, lam_form = params.get("lambda_", (gamma, 0))
-    f64 = any(jnp.dtype(d) == jnp.float64 for k, d in grads.items() if k not in params)  # the inputs' dtype
+    f64 = _is_f64(g)
     acc = jnp.float64 if f64 else jnp.float32
     edge = shape[:axis] + shape[axis + 1 :]
     sums = {k: (_param_mode(form) if k in grads else 0) for k, (_, form) in params.items()}
-
-    def slot(name, s=shape):
-        return launch.out(s, grads[name]) if name in grads else launch.placeholder()
+    slot = functools.partial(_grad_slot, grads, shape)
 
     outs = launch.scan_call(
         adjoint_kernel,
@@ -69,9 +69,11 @@ def _returns(op, x, p, *, axis, grads, store_u):
         KIND=_KIND[op],
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
+        HAS_G=x["g"] is not None,
+        HAS_G2=x.get("g2") is not None,
         HAS_NEXT="next_values" in grads,
-        HAS_VALUES="values" in grads,
         HAS_BOOT="bootstrap_value" in grads,
+        **_written(grads, DR="rewards", DV="values", DNV="next_values", DBOOT="bootstrap_value"),
         STORE_U=store_u,
         GAMMA_GRAD=sums["gamma"],
         LAMBDA_GRAD=sums.get("lambda_", 0),
@@ -79,7 +81,7 @@ def _returns(op, x, p, *, axis, grads, store_u):
         LAMBDA_FULL=lam_form,
     )
     names = ("rewards", "values", "next_values", "bootstrap_value")
-    out = {k: o for k, o in zip(names, outs) if k in grads}
+    out = _written_grads(grads, names, outs)
     for k, o in zip(("gamma", "lambda_"), outs[5:]):
         if sums.get(k):
             out[k] = _param_grad(o, sums[k], params[k][1], geo.N, p[k].shape, grads[k])
@@ -102,26 +104,27 @@ def discounted_returns(x, p, *, axis, reverse, out_dtype, store_h):
 
 
 def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
-    """x: g, g2 (the cotangents of vs and pg), the forward pass's float inputs and its h."""
+    """x: g, g2 (the cotangents of vs and pg; None where that output is unused), the forward pass's
+    float inputs and its h."""
     del reverse
     grads = dict(out_dtype)
     r = x["rewards"]
     shape = r.shape
     params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
-    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    f64 = _is_f64(launch.or_(x["g"], x["g2"]))
     edge = shape[:axis] + shape[axis + 1 :]
-    # rewards, values and log_rhos are always floating (checks); v' is next_values or the bootstrap.
-    outputs = [launch.out(shape, grads[k]) for k in ("rewards", "values", "log_rhos")]
-    outputs.append(launch.out(shape, grads["next_values"]) if "next_values" in grads else launch.placeholder())
-    outputs.append(launch.out(edge, grads["bootstrap_value"]) if "bootstrap_value" in grads else launch.placeholder())
+    slot = functools.partial(_grad_slot, grads, shape)
+    # v' is next_values or the bootstrap.
+    outputs = [slot(k) for k in ("rewards", "values", "log_rhos", "next_values")]
+    outputs.append(slot("bootstrap_value", edge))
     outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
     outs = launch.scan_call(
         vtrace_adjoint_kernel,
         op="vtrace",
         g=launch.geometry(shape, axis),
         inputs=[
-            x["g"],
-            x["g2"],
+            launch.or_(x["g"], r),
+            launch.or_(x["g2"], r),
             r,
             x["values"],
             x["log_rhos"],
@@ -137,7 +140,10 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         f64=f64,
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
+        HAS_G=x["g"] is not None,
+        HAS_G2=x["g2"] is not None,
         HAS_NEXT=x["next_values"] is not None,
+        **_written(grads, DR="rewards", DV="values", DLR="log_rhos", DNV="next_values", DBOOT="bootstrap_value"),
         STORE_U=store_h,
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
@@ -149,7 +155,7 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         column_bt=launch.VTRACE_ADJOINT_COLUMN_BT,
     )
     names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
-    return {k: o for k, o in zip(names, outs) if k in grads}, (outs[5] if store_h else None)
+    return _written_grads(grads, names, outs), (outs[5] if store_h else None)
 
 
 def retrace(x, p, *, axis, reverse, out_dtype, store_h):
@@ -159,10 +165,11 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     q = x["q_values"]
     shape = q.shape
     params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "c_clip")}
-    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    f64 = _is_f64(x["g"])
     g = launch.geometry(shape, axis)
     narrow = launch.narrow_rows(g, [x["g"], q, x["log_rhos"]])
-    outputs = [launch.out(shape, grads[k]) for k in ("rewards", "q_values", "next_values", "log_rhos")]
+    names = ("rewards", "q_values", "next_values", "log_rhos")
+    outputs = [_grad_slot(grads, shape, k) for k in names]
     outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
     outs = launch.scan_call(
         retrace_adjoint_kernel,
@@ -182,6 +189,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         f64=f64,
         HAS_TERM=x["terminated"] is not None,
         HAS_TRUNC=x["truncated"] is not None,
+        **_written(grads, DR="rewards", DQ="q_values", DNV="next_values", DLR="log_rhos"),
         STORE_U=store_h,
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
@@ -189,8 +197,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
         whole_row_warps=0 if narrow else launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
     )
-    names = ("rewards", "q_values", "next_values", "log_rhos")
-    return dict(zip(names, outs[:4])), (outs[4] if store_h else None)
+    return _written_grads(grads, names, outs), (outs[4] if store_h else None)
 
 
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
@@ -266,7 +273,7 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
     g, init = x["g"], x["initial"]
     shape = g.shape
     edge = shape[:axis] + shape[axis + 1 :]
-    f64 = any(jnp.dtype(d) == jnp.float64 for d in grads.values())
+    f64 = _is_f64(g)
     geo = launch.geometry(shape, axis)
     if x["b"] is None:
         decay = p["decay"]
@@ -298,6 +305,28 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
     if "decay" in grads:
         out["decay"] = _param_grad(outs[1], db_mode, b_form, geo.N, decay.shape, grads["decay"])
     return out, None
+
+
+def _is_f64(g: jax.Array) -> bool:
+    """Whether the kernel computes in float64: the cotangent has the outputs' dtype, the inputs'."""
+    return jnp.dtype(g.dtype) == jnp.float64
+
+
+def _grad_slot(grads: dict, shape: tuple[int, ...], name: str, s: tuple[int, ...] | None = None):
+    """The output slot of input `name`'s gradient (of shape `s`, default `shape`): a placeholder
+    where `grads` does not ask for it (absent, or None: given, not differentiated)."""
+    d = grads.get(name)
+    return launch.out(shape if s is None else s, d) if d is not None else launch.placeholder()
+
+
+def _written(grads: dict, **flags: str) -> dict:
+    """The kernel's constexprs that switch on each gradient's store: {FLAG: written}."""
+    return {flag: grads.get(name) is not None for flag, name in flags.items()}
+
+
+def _written_grads(grads: dict, names: tuple[str, ...], outs) -> dict:
+    """{name: gradient} of the inputs whose gradients the launch wrote."""
+    return {k: o for k, o in zip(names, outs) if grads.get(k) is not None}
 
 
 def _param_mode(form: int) -> int:
