@@ -679,6 +679,54 @@ def test_param_forms_launch_override(tmp_path, monkeypatch):
         param_forms.main([*argv, "--launch", "STEP_VECTOR_KERNELS=1"])
 
 
+def test_grad_subsets_quick(tmp_path, monkeypatch):
+    """benchmarks.grad_subsets runs (wall clock on the CPU), one record per op, layout and subset
+    that applies ("first" only for ops of two outputs), each gated before it is timed; on the
+    Triton path each subset reaches the fused backward as it says (traced, not run): the stores of
+    only the inputs differentiated (DR, DV, DNV), none for "params" (γ's and λ's segment sums
+    instead), and no read of the unused output's cotangent for "first" (HAS_G2). A gate that
+    fails leaves the case untimed."""
+    import triton_variants
+
+    from benchmarks import grad_subsets
+
+    out = tmp_path / "subsets.json"
+    argv = ["--out", str(out), "--ops", "gae,retrace", "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
+    assert grad_subsets.main(argv) == 0
+    records = json.loads(out.read_text())["records"]
+    assert sorted((r["op"], r["subset"]) for r in records) == [("gae", s) for s in sorted(grad_subsets.SUBSETS)] + [
+        ("retrace", s) for s in ("all", "critic", "params")
+    ]
+    assert all(r["correct"] and r["wall_us"] > 0 and r["samples"] == 1 for r in records)
+    assert {r["subset"]: r["wrt"] for r in records if r["op"] == "gae"} == {
+        "all": ["rewards", "values", "next_values"],
+        "critic": ["values", "next_values"],
+        "params": ["gamma", "lambda_"],
+        "first": ["rewards", "values", "next_values"],
+    }
+    want = {  # (DR, DV, DNV, HAS_G2, GAMMA_GRAD)
+        "all": (True, True, True, True, 0),
+        "critic": (False, True, True, True, 0),
+        "params": (False, False, False, True, 2),
+        "first": (True, True, True, False, 0),
+    }
+    for subset, flags in want.items():
+        seen = []
+
+        def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, seen=seen):
+            if kernel.fn.__name__ == "adjoint_kernel":
+                seen.append(tuple(constexprs[k] for k in ("DR", "DV", "DNV", "HAS_G2", "GAMMA_GRAD")))
+
+        fn, x = grad_subsets.make_call("gae", 8, 16, "time_major", "float32", subset, "triton")
+        with triton_variants.recording(on_launch):
+            jax.eval_shape(fn, x)
+        assert seen and set(seen) == {flags}, (subset, seen)
+    monkeypatch.setitem(run.TOLERANCE, "float32", -1.0)  # no result passes
+    assert grad_subsets.main([*argv, "--ops", "gae", "--subsets", "all"]) == 0
+    (record,) = json.loads(out.read_text())["records"]
+    assert record["correct"] is False and "wall_us" not in record and "device_us" not in record
+
+
 def test_param_forms_quick(tmp_path):
     """benchmarks.param_forms runs (wall clock on the CPU) and writes one record per op, shape,
     layout, mode and form; on the Triton path each form reaches the kernels as it says (traced,
