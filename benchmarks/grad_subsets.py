@@ -26,7 +26,7 @@ import argparse
 import itertools
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -100,9 +100,12 @@ def measure(
     windows: int,
     flush_bytes: int,
     implementation: str | None,
+    on_record: Callable[[list[dict]], None] | None = None,
 ) -> list[dict]:
-    """One record per (op, N×T, layout, dtype, subset): median µs over `windows` calls."""
-    calls, keys, records = {}, {}, []
+    """One record per (op, N×T, layout, dtype, subset): median µs over `windows` calls. Each case is
+    gated, compiled and timed before the next is built, and `on_record` is called with the records
+    so far after each, so that a run cut short by a time limit keeps the cases it finished."""
+    records = []
     for op, (n, t), layout, dtype, subset in itertools.product(ops, grid, layouts, dtypes, subsets):
         if subset_of(op, subset) is None:
             continue
@@ -114,19 +117,16 @@ def measure(
         correct, err = gate(fn, ref, x, dtype)
         if not correct:
             records.append({**key, "correct": False, "max_err": err})
-            continue
-        compiled = jax.jit(fn).lower(x).compile()
-        jax.block_until_ready(compiled(x))
-        name = f"{op}/{n}x{t}/{layout}/{dtype}/{subset}"
-        calls[name] = lambda c=compiled, a=x: c(a)
-        keys[name] = {**key, "correct": True, "max_err": err}
-    samples, gpu = devicetime.time_calls(calls, windows, flush_bytes)
-    field = "device_us" if gpu else "wall_us"
-    records += [
-        {**key, field: round(float(np.median(samples[name])), 3), "samples": len(samples[name])}
-        for name, key in keys.items()
-        if samples.get(name)
-    ]
+        else:
+            compiled = jax.jit(fn).lower(x).compile()
+            jax.block_until_ready(compiled(x))
+            samples, gpu = devicetime.time_calls({"case": lambda c=compiled, a=x: c(a)}, windows, flush_bytes)
+            if samples.get("case"):
+                field = "device_us" if gpu else "wall_us"
+                median = round(float(np.median(samples["case"])), 3)
+                records.append({**key, "correct": True, "max_err": err, field: median, "samples": len(samples["case"])})
+        if on_record is not None:
+            on_record(records)
     return records
 
 
@@ -143,10 +143,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--implementation", default=None, help="None (the default), triton, associative, sequential")
     a = p.parse_args(argv)
     flush = a.l2_flush_mib * 2**20
-    records = measure(a.ops, a.shapes, a.layouts, a.dtypes, a.subsets, a.windows, flush, a.implementation)
     head = {**run.environment(), "l2_flush_bytes": flush, "argv": sys.argv[1:]}
-    with open(a.out, "w") as f:
-        json.dump({**head, "records": records}, f, indent=1)
+
+    def write(records: list[dict]) -> None:
+        with open(a.out, "w") as f:
+            json.dump({**head, "records": records}, f, indent=1)
+
+    records = measure(a.ops, a.shapes, a.layouts, a.dtypes, a.subsets, a.windows, flush, a.implementation, write)
     for r in records:
         t = r.get("device_us", r.get("wall_us"))
         case = f"{r['op']} {r['N']}x{r['T']} {r['layout']} {r['dtype']} {r['subset']}"

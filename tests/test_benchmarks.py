@@ -721,6 +721,12 @@ def test_grad_subsets_quick(tmp_path, monkeypatch):
         with triton_variants.recording(on_launch):
             jax.eval_shape(fn, x)
         assert seen and set(seen) == {flags}, (subset, seen)
+    sizes = []  # how many records are handed over after each case
+    on_record = lambda records: sizes.append(len(records))  # noqa: E731
+    kept = grad_subsets.measure(
+        ["gae"], [(8, 16)], ["batch_major"], ["float32"], ["all", "params"], 1, 0, None, on_record
+    )
+    assert sizes == [1, 2] and [r["subset"] for r in kept] == ["all", "params"]
     monkeypatch.setitem(run.TOLERANCE, "float32", -1.0)  # no result passes
     assert grad_subsets.main([*argv, "--ops", "gae", "--subsets", "all"]) == 0
     (record,) = json.loads(out.read_text())["records"]
