@@ -1039,15 +1039,16 @@ PARAM_GRAD_MODE = {"one": 2, "row": 2, "time": 1, "full": 1}
 
 
 @pytest.mark.parametrize("split", ["one-pass", *SPLITS])
-@pytest.mark.parametrize("op", RETURNS_OPS)
+@pytest.mark.parametrize("op", [*RETURNS_OPS, "vtrace"])
 def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
-    """γ's and λ's gradients of GAE, λ-returns and discounted returns come from the fused backward
-    launch itself (launch.FUSED_PARAM_GRADS: adjoint_kernel sums them from the float32 state and v'),
-    with no u written, in every form of the parameters and every plan, except time-major rows with
-    a parameter neither one value nor one a row (ops._param_grads_fused: u and the reference's vjp
-    there). All match the float64 oracle's, with the inputs' gradients beside them. Time-major rows
-    take the op's main mode (next_values, truncation), batch-major rows its other
-    (bootstrap_value); discounted returns also the mode with neither."""
+    """γ's and λ's gradients of GAE, λ-returns, discounted returns and V-trace come from the fused
+    backward launch itself (launch.FUSED_PARAM_GRADS: adjoint_kernel and vtrace_adjoint_kernel sum
+    them from the float32 state and v'), with no u written, in every form of the parameters and
+    every plan, except time-major rows with a parameter neither one value nor one a row
+    (ops._param_grads_fused: u and the reference's vjp there). All match the float64 oracle's,
+    with the inputs' gradients beside them. Time-major rows take the op's main mode (next_values,
+    truncation), batch-major rows its other (bootstrap_value); discounted returns also the mode
+    with neither."""
     import triton_variants
 
     spec = cases.OPS[op]
@@ -1086,7 +1087,8 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
                 grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
                 with triton_variants.recording(on_launch):
                     jax.eval_shape(grad, floats, ps32)
-                bwd = [c for name, c in launches if name == "adjoint_kernel"]
+                kernel = "adjoint_kernel" if op in RETURNS_OPS else f"{op}_adjoint_kernel"
+                bwd = [c for name, c in launches if name == kernel]
                 want_mode = PARAM_GRAD_MODE[form]
                 keeps_u = axis == 0 and want_mode == 1
                 if keeps_u:

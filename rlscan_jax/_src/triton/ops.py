@@ -104,6 +104,9 @@ _PARAM_GRADS = ("linear_scan",)
 _PARAM_GRADS_RETURNS = ("gae", "lambda_returns", "discounted_returns")
 # What adjoint_kernel reads for them besides the cotangents and flags (and h, the float32 state).
 _PARAM_READS = ("values", "next_values", "bootstrap_value")
+# V-trace's γ and λ likewise (vtrace_adjoint_kernel, which reads v' and h already), where neither
+# clip threshold is differentiated (their gradients come from u and the reference's vjp).
+_PARAM_GRADS_VTRACE = ("gamma", "lambda_")
 
 # The ops whose fused backward writes the gradients of only the inputs (and parameters) that the
 # differentiation involves (the custom_vjp's symbolic zeros tell), and reads no cotangent of an
@@ -111,18 +114,23 @@ _PARAM_READS = ("values", "next_values", "bootstrap_value")
 SELECTIVE = (*_PARAM_GRADS_RETURNS, "vtrace", "retrace")
 
 
-def _param_grads_fused(op: str, x: dict | None = None, p: dict | None = None, axis: int = 0) -> bool:
-    """Whether the op's fused backward writes its parameters' gradients (given x and p: for these
-    inputs). The returns' time-major rows keep u and the reference's vjp where a parameter is
-    neither one value nor one a row: their kernel then writes an array of the steps' shape for each
-    parameter, which measured slower (one a time step at 4096x1024 on an H100, 2026-12-06: GAE
-    0.97x float32 and 0.89x bfloat16, λ-returns 0.85-0.88x; batch-major 1.13-1.50x faster)."""
+def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> bool:
+    """Whether the op's fused backward writes its parameters' gradients for these inputs (`wrt`:
+    those the differentiation involves). The returns' and V-trace's time-major rows keep u and the
+    reference's vjp where a parameter is neither one value nor one a row: their kernel then writes
+    an array of the steps' shape for each parameter, which measured slower (one a time step at
+    4096x1024 on an H100, 2026-12-06: GAE 0.97x float32 and 0.89x bfloat16, λ-returns
+    0.85-0.88x; batch-major 1.13-1.50x faster). V-trace takes the returns' rule, not timed itself."""
     if op in _PARAM_GRADS:
         return True
-    if not (launch.FUSED_PARAM_GRADS and op in _PARAM_GRADS_RETURNS):
+    if op == "vtrace":
+        if any(k in wrt for k in p if k not in _PARAM_GRADS_VTRACE):
+            return False
+        p = {k: v for k, v in p.items() if k in _PARAM_GRADS_VTRACE}
+    elif op not in _PARAM_GRADS_RETURNS:
         return False
-    if x is None:
-        return True
+    if not launch.FUSED_PARAM_GRADS:
+        return False
     shape = x["rewards"].shape
     if launch.geometry(shape, axis).layout != 0:
         return True
@@ -174,7 +182,7 @@ def _per_step_array(v, x: dict, axis: int) -> bool:
 def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool, wrt: frozenset):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
     None where the op has no fused backward for these inputs. `h`: the forward pass's residual.
-    Where _param_grads_fused(op), `store_u` asks for the parameters' gradients instead of u.
+    Where _param_grads_fused, `store_u` asks for the parameters' gradients instead of u.
 
     `wrt`: the inputs and parameters that the differentiation involves. The ops in SELECTIVE write
     only those inputs' gradients (the launcher's `grads` names the others with None: given, not
@@ -193,7 +201,7 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
     xg.update({k: x[k] for k in FLAGS if k in x})
     selective = op in SELECTIVE
     grads = {k: jnp.dtype(v.dtype) if k in wrt or not selective else None for k, v in xf.items()}
-    if _param_grads_fused(op, x, p, axis) and store_u:  # the launch writes the parameters' gradients itself
+    if _param_grads_fused(op, x, p, axis, wrt) and store_u:  # the launch writes the parameters' gradients itself
         grads.update({k: jnp.dtype(v.dtype) for k, v in p.items() if k in wrt or not selective})
         if op in _PARAM_GRADS_RETURNS:
             xg.update({k: x.get(k) for k in _PARAM_READS}, h=h)
@@ -288,7 +296,7 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
         else:
             g = instantiated(g)
         h_p = param_residual(x, p, h, wanted)
-        in_launch = _param_grads_fused(op, x, p, axis)
+        in_launch = _param_grads_fused(op, x, p, axis, wrt)
         fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted, wrt)
         if fused is None:
             gx, gp = reference_grads(x, p, h_p, instantiated(g_sym))

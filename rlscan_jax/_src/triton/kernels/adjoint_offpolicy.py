@@ -79,6 +79,8 @@ def vtrace_adjoint_kernel(
     p_dnv,
     p_dboot,
     p_u,
+    p_dgam,
+    p_dlam,
     p_sh,
     p_sb,
     p_sync,
@@ -97,6 +99,8 @@ def vtrace_adjoint_kernel(
     DNV: tl.constexpr,
     DBOOT: tl.constexpr,
     STORE_U: tl.constexpr,
+    GAMMA_GRAD: tl.constexpr,
+    LAMBDA_GRAD: tl.constexpr,
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
     RHO_CLIP_FULL: tl.constexpr,
@@ -118,10 +122,19 @@ def vtrace_adjoint_kernel(
     pg's cotangents are read (else that output is unused, its cotangent 0). DR, DV, DLR, DNV and
     DBOOT: the gradients of rewards, values, log_rhos, next_values and bootstrap_value written (each
     only where the differentiation involves that input, ops.SELECTIVE); d log_rhos alone reads
-    rewards, values, v' and h."""
+    rewards, values, v' and h.
+
+    GAMMA_GRAD and LAMBDA_GRAD: γ's and λ's gradients, from the forward pass's float32 h and v',
+    as adjoint_kernel writes them (0 not written, 1 one a step, 2 one a row for each segment of
+    the plan, summed over each program's steps), with no u written:
+
+        d γ_t = [not term_t] (ρ̄_t u_t v'_t + π_t g2_t w_t) + c_t db_t,   d λ_t = γ_t min(c̄, ρ_t) db_t."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
+    PARAMS: tl.constexpr = GAMMA_GRAD + LAMBDA_GRAD > 0
+    acc_g = tl.zeros([BT, BB], dtype=tl.float64 if F64 else tl.float32)
+    acc_l = acc_g
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, False, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
@@ -165,10 +178,8 @@ def vtrace_adjoint_kernel(
                 b_k = tl.where(term, 0.0, b_g * (b_ru + tl.where(cont, 0.0, b_pgw)))
             else:
                 b_k = tl.where(term, 0.0, b_g * b_ru)
-            if DLR:
+            if DLR or PARAMS:
                 m1 = m & ~last  # t+1 exists
-                b_r = common.load(p_r, off, m, F64)
-                b_v = common.load(p_v, off, m, F64)
                 c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
                 b_h1 = common.load(p_h, off + ts, m1, F64)  # h_{t+1}
                 b_v1 = common.load(p_v, off + ts, m1, F64)  # V_{t+1}
@@ -177,15 +188,36 @@ def vtrace_adjoint_kernel(
                 else:
                     b_boot = common.load(p_boot, o_n, o_n < N, F64)
                     b_nv = tl.where(last, b_boot[None, :], b_v1)
-                delta = b_r + tl.where(term, 0.0, b_g * b_nv) - b_v
                 b_db = tl.where(cont, u * b_h1, 0.0)
                 b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
+                if HAS_G2:
+                    b_w = tl.where(cont, b_v1 + b_h1, b_nv)  # pg's v' (vs_{t+1} where the scan goes on)
+            if DLR:
+                b_r = common.load(p_r, off, m, F64)
+                b_v = common.load(p_v, off, m, F64)
+                delta = b_r + tl.where(term, 0.0, b_g * b_nv) - b_v
                 b_s = u * delta * _dmin(b_rho, rho_clip) + b_db * b_g * b_lam * _dmin(b_rho, c_clip)
                 if HAS_G2:
-                    b_w = tl.where(cont, b_v1 + b_h1, b_nv)
                     delta_pg = b_r + tl.where(term, 0.0, b_g * b_w) - b_v
                     b_s += b_g2 * delta_pg * _dmin(b_rho, pg_clip)
                 common.store(p_dlr, off, b_rho * b_s, m, STREAM)
+            if PARAMS:
+                b_cd = tl.minimum(c_clip, b_rho) * b_db  # min(c̄, ρ_t) db_t
+                if GAMMA_GRAD:
+                    b_pv = b_ru * b_nv
+                    if HAS_G2:
+                        b_pv += b_pgw * b_w
+                    b_pg = tl.where(m, tl.where(term, 0.0, b_pv) + b_lam * b_cd, 0.0)
+                    if GAMMA_GRAD == 1:
+                        common.store(p_dgam, off, b_pg, m, STREAM)
+                    else:
+                        acc_g += b_pg
+                if LAMBDA_GRAD:
+                    b_pl = tl.where(m, b_g * b_cd, 0.0)
+                    if LAMBDA_GRAD == 1:
+                        common.store(p_dlam, off, b_pl, m, STREAM)
+                    else:
+                        acc_l += b_pl
             if DR:
                 b_dr = b_ru
                 if HAS_G2:
@@ -215,6 +247,11 @@ def vtrace_adjoint_kernel(
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
+    else:
+        if GAMMA_GRAD == 2:
+            common.store_segment_sums(p_dgam, i_s, o_n, N, acc_g, BIG)
+        if LAMBDA_GRAD == 2:
+            common.store_segment_sums(p_dlam, i_s, o_n, N, acc_l, BIG)
 
 
 @triton.jit

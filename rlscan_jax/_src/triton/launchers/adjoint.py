@@ -3,8 +3,8 @@ flags, and writes the inputs' gradients in their own dtypes.
 
 Each launcher takes x = the cotangents ("g", and "g2" for GAE's returns) and the flags, p = the
 op's parameters, and `grads`: ((name, dtype), ...), the floating inputs whose gradients it
-writes, and for GAE, λ-returns, discounted returns and linear_scan the parameters whose gradients
-it sums (ops._param_grads_fused). It returns ({name: gradient}, u), u (the adjoint state in the
+writes, and for GAE, λ-returns, discounted returns, V-trace and linear_scan the parameters whose
+gradients it sums (ops._param_grads_fused). It returns ({name: gradient}, u), u (the adjoint state in the
 compute dtype, from which ops.py takes the parameters' gradients otherwise) only where `store_u`
 asks for it, else None.
 """
@@ -105,23 +105,28 @@ def discounted_returns(x, p, *, axis, reverse, out_dtype, store_h):
 
 def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
     """x: g, g2 (the cotangents of vs and pg; None where that output is unused), the forward pass's
-    float inputs and its h."""
+    float inputs and its h. γ and λ named in `grads` (ops._param_grads_fused) get their gradients
+    from the same launch, as `_returns` says; h is then the forward pass's float32 state."""
     del reverse
     grads = dict(out_dtype)
     r = x["rewards"]
     shape = r.shape
     params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "rho_clip", "c_clip", "pg_rho_clip")}
     f64 = _is_f64(launch.or_(x["g"], x["g2"]))
+    acc = jnp.float64 if f64 else jnp.float32
+    geo = launch.geometry(shape, axis)
     edge = shape[:axis] + shape[axis + 1 :]
     slot = functools.partial(_grad_slot, grads, shape)
+    sums = {k: (_param_mode(params[k][1]) if k in grads else 0) for k in ("gamma", "lambda_")}
     # v' is next_values or the bootstrap.
     outputs = [slot(k) for k in ("rewards", "values", "log_rhos", "next_values")]
     outputs.append(slot("bootstrap_value", edge))
-    outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
+    outputs.append(launch.out(shape, acc) if store_h else launch.placeholder())
+    outputs += [_param_slot(mode, shape, acc) for mode in sums.values()]
     outs = launch.scan_call(
         vtrace_adjoint_kernel,
         op="vtrace",
-        g=launch.geometry(shape, axis),
+        g=geo,
         inputs=[
             launch.or_(x["g"], r),
             launch.or_(x["g2"], r),
@@ -145,6 +150,8 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         HAS_NEXT=x["next_values"] is not None,
         **_written(grads, DR="rewards", DV="values", DLR="log_rhos", DNV="next_values", DBOOT="bootstrap_value"),
         STORE_U=store_h,
+        GAMMA_GRAD=sums["gamma"],
+        LAMBDA_GRAD=sums["lambda_"],
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
         RHO_CLIP_FULL=params["rho_clip"][1],
@@ -155,7 +162,11 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         column_bt=launch.VTRACE_ADJOINT_COLUMN_BT,
     )
     names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
-    return _written_grads(grads, names, outs), (outs[5] if store_h else None)
+    out = _written_grads(grads, names, outs)
+    for (k, mode), o in zip(sums.items(), outs[6:]):
+        if mode:
+            out[k] = _param_grad(o, mode, params[k][1], geo.N, p[k].shape, grads[k])
+    return out, (outs[5] if store_h else None)
 
 
 def retrace(x, p, *, axis, reverse, out_dtype, store_h):
