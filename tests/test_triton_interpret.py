@@ -1153,6 +1153,26 @@ def test_gradients_of_some_inputs(op, axis, split, monkeypatch):
         _check_some_inputs(op, axis, split, inp, weights, inputs, choices, kernel)
 
 
+@pytest.mark.parametrize("op", ["gae", "vtrace"])
+def test_some_inputs_after_others_in_one_process(op):
+    """Subsets differentiated one after another, every input a traced argument of each jitted
+    call (as benchmarks.grad_subsets calls them): all inputs, the value inputs alone, all inputs
+    with the first output alone, γ and λ alone, the value inputs, γ and λ again. JAX memoizes the
+    custom_vjp's fwd rule on which inputs are perturbed but took the residuals' structure from its
+    last trace, so before the forty-second session the third call reused the first's trace with the
+    second's structure and left d rewards out (zeros), and the last the fourth's with the fifth's
+    (γ's and λ's gradients zeros). Each gradient against the associative implementation's."""
+    from benchmarks import grad_subsets
+
+    for subset in ("all", "critic", "first", "params", "critic", "params"):
+        fn, x = grad_subsets.make_call(op, 8, 16, "time_major", "float32", subset, "triton")
+        ref, _ = grad_subsets.make_call(op, 8, 16, "time_major", "float32", subset, "associative")
+        got, want = jax.jit(fn)(x), jax.jit(ref)(x)
+        assert sorted(got[1]) == sorted(grad_subsets.subset_of(op, subset)[0]), subset
+        for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+            cases.assert_close(g, w, np.float32, msg=f"{op} {subset}")
+
+
 def _check_some_inputs(op, axis, split, inp, weights, inputs, choices, kernel):
     import triton_variants
 
