@@ -8,16 +8,21 @@
 #          (default float32), each subset, from this checkout ("new") and from 4529933's
 #          rlscan_jax in .old/ with this checkout's benchmarks ("old": `git archive 4529933
 #          rlscan_jax | tar -x -C .old`, carried), new then old, GS_S seconds each;
-#   memcheck (any GPU): as s41.sh memcheck (calls 1118-1173).
-what=${1:?usage: s42.sh subsets, time or memcheck}
+#   memcheck (any GPU): as s41.sh memcheck (calls 1118-1173);
+#   verify (any GPU): test_gpu.py's V-trace gradient tests (V-trace's γ and λ summed in its fused
+#          backward, GAMMA_GRAD and LAMBDA_GRAD), then `time` for GAE (new alone: its "first" cases
+#          failed their gate in `subsets`, fixed since: ops._mark) and V-trace (new and old).
+what=${1:?usage: s42.sh subsets, time, memcheck or verify}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 source tests/gpu_runs/wheels.sh
 timing() {
   [ -d .old/rlscan_jax ] || { echo "no .old/rlscan_jax"; return 1; }
   rm -rf /tmp/ab && mkdir -p /tmp/ab && cp -r benchmarks /tmp/ab/ && cp -r .old/rlscan_jax /tmp/ab/
+  local versions="new old"
+  [ -n "${NEW_ONLY:-}" ] && versions=new
   for op in ${OPS:-gae}; do
-    for v in new old; do
+    for v in $versions; do
       dir=$PWD; [[ $v == old ]] && dir=/tmp/ab
       (cd "$dir" && PYTHONPATH=/tmp/site:$dir timeout "${GS_S:-90}" python3 -m benchmarks.grad_subsets --ops "$op" \
         --dtypes "${DTYPES:-float32}" --shapes 4096x1024 --out "$OUT/gs_${op}_$v.json") 2>&1 | tail -9
@@ -31,6 +36,12 @@ case "$what" in
     grep -E "passed|failed|^FAILED|^E " "$OUT/subsets_pytest.log" | tail -25
     timing;;
   time) timing;;
+  verify)
+    timeout "${T_S:-150}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu tests/test_gpu.py \
+      -k "vtrace and (gradients or parameter)" > "$OUT/vtrace_pytest.log" 2>&1
+    grep -E "passed|failed|^FAILED|^E " "$OUT/vtrace_pytest.log" | tail -25
+    OPS=gae NEW_ONLY=1 timing
+    OPS=vtrace timing;;
   memcheck)
     TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=100 TOTAL_TIMEOUT=${MC_S:-330} DRIVER_ARGS="--only 1118-1173" \
       bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
