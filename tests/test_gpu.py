@@ -125,10 +125,13 @@ def test_gradients_match_reference(case):
 SUBSET_CASES = ((4096, (33,), 0), (128, (1000,), 0), (4096, (33,), -1))
 # γ's and λ's gradients alone are single sums over every step (135168 at 4096x33), held to 1e-4
 # relative to the reference's, not to the elementwise float32 tolerance (4e-5 of such a value).
-# Through the interpreter, V-trace's at 4096x33 batch-major (u and the reference's vjp) were
-# 2.2e-5 off `associative`, whose own float32 error was 9.4e-7 (tests/gpu_runs/README.md,
-# forty-first session), and its inputs' gradients within 8.2e-7; V-trace 4096x33 batch-major
-# failed on an H100 with every gradient at the elementwise tolerance, most likely γ's or λ's.
+# Through the interpreter, V-trace's at 4096x33 batch-major were 2.2e-5 off `associative`, whose
+# own float32 error was 9.4e-7 (tests/gpu_runs/README.md, forty-first session); V-trace 4096x33
+# batch-major failed on an H100 with every gradient at the elementwise tolerance, most likely γ's
+# or λ's. That sum is ill-conditioned (relative condition number about 500 in γ): rounding γ and
+# λ to float32 alone moves the exact gradient by 1.9e-5, the kernels' own arithmetic 2.6e-6, and
+# associative's small error is a cancellation of larger ones (forty-second session,
+# vtrace_param_error.py).
 PARAM_SUM_RTOL = 1e-4
 
 
