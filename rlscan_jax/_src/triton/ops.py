@@ -321,7 +321,7 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
 def _mark(perturbed: bool) -> jax.Array:
     """An empty array whose dtype says whether an input is perturbed (bool) or not (int8).
 
-    Not the residuals' pytree structure: JAX (0.10.2) memoizes a custom_vjp's fwd rule on its
+    Not the residuals' pytree structure: JAX (0.10.2 and 0.11.2) memoizes a custom_vjp's fwd rule on its
     inputs' symbolic zeros inside a jitted function, but takes the residuals' structure from the
     rule's last trace. Differentiating a jitted op with respect to all its inputs, then some, then
     all again reused the first trace with the second's structure: a gradient asked for was left
