@@ -10,8 +10,8 @@
 #          rlscan_jax | tar -x -C .old`, carried), new then old, GS_S seconds each;
 #   memcheck (any GPU): as s41.sh memcheck (calls 1118-1173);
 #   verify (any GPU): test_gpu.py's V-trace gradient tests (V-trace's γ and λ summed in its fused
-#          backward, GAMMA_GRAD and LAMBDA_GRAD), then `time` for GAE (new alone: its "first" cases
-#          failed their gate in `subsets`, fixed since: ops._mark) and V-trace (new and old).
+#          backward, GAMMA_GRAD and LAMBDA_GRAD), then `time` for V-trace (new and old) and GAE (new
+#          alone: its "first" cases failed their gate in `subsets`, fixed since: ops._mark).
 what=${1:?usage: s42.sh subsets, time, memcheck or verify}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -40,8 +40,8 @@ case "$what" in
     timeout "${T_S:-150}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu tests/test_gpu.py \
       -k "vtrace and (gradients or parameter)" > "$OUT/vtrace_pytest.log" 2>&1
     grep -E "passed|failed|^FAILED|^E " "$OUT/vtrace_pytest.log" | tail -25
-    OPS=gae NEW_ONLY=1 timing
-    OPS=vtrace timing;;
+    OPS=vtrace timing
+    OPS=gae NEW_ONLY=1 timing;;
   memcheck)
     TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=100 TOTAL_TIMEOUT=${MC_S:-330} DRIVER_ARGS="--only 1118-1173" \
       bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
