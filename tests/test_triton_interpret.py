@@ -1160,8 +1160,9 @@ def test_some_inputs_after_others_in_one_process(op):
     with the first output alone, γ and λ alone, the value inputs, γ and λ again. JAX memoizes the
     custom_vjp's fwd rule on which inputs are perturbed but took the residuals' structure from its
     last trace, so before the forty-second session the third call reused the first's trace with the
-    second's structure and left d rewards out (zeros), and the last the fourth's with the fifth's
-    (γ's and λ's gradients zeros). Each gradient against the associative implementation's."""
+    second's structure and left d rewards out (zeros). The last three (γ and λ after the critic's
+    inputs) gave the right gradients with that marking too, and are here for the parameters' bit.
+    Each gradient against the associative implementation's."""
     from benchmarks import grad_subsets
 
     for subset in ("all", "critic", "first", "params", "critic", "params"):
