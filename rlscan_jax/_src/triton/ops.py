@@ -104,9 +104,11 @@ _PARAM_GRADS = ("linear_scan",)
 _PARAM_GRADS_RETURNS = ("gae", "lambda_returns", "discounted_returns")
 # What adjoint_kernel reads for them besides the cotangents and flags (and h, the float32 state).
 _PARAM_READS = ("values", "next_values", "bootstrap_value")
-# V-trace's γ and λ likewise (vtrace_adjoint_kernel, which reads v' and h already), where neither
-# clip threshold is differentiated (their gradients come from u and the reference's vjp).
-_PARAM_GRADS_VTRACE = ("gamma", "lambda_")
+# V-trace's and Retrace's γ and λ likewise (vtrace_adjoint_kernel, which reads v' and h already;
+# retrace_adjoint_kernel, which reads next_values for them), where no clip threshold is
+# differentiated (their gradients come from u and the reference's vjp).
+_PARAM_GRADS_OFFPOLICY = ("vtrace", "retrace")
+_PARAM_GRADS_DISCOUNTS = ("gamma", "lambda_")
 
 # The ops whose fused backward writes the gradients of only the inputs (and parameters) that the
 # differentiation involves (the custom_vjp's symbolic zeros tell), and reads no cotangent of an
@@ -116,17 +118,19 @@ SELECTIVE = (*_PARAM_GRADS_RETURNS, "vtrace", "retrace")
 
 def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> bool:
     """Whether the op's fused backward writes its parameters' gradients for these inputs (`wrt`:
-    those the differentiation involves). The returns' and V-trace's time-major rows keep u and the
+    those the differentiation involves). The returns', V-trace's and Retrace's time-major rows keep u and the
     reference's vjp where a parameter is neither one value nor one a row: their kernel then writes
     an array of the steps' shape for each parameter, which measured slower (one a time step at
     4096x1024 on an H100, 2026-12-06: GAE 0.97x float32 and 0.89x bfloat16, λ-returns
-    0.85-0.88x; batch-major 1.13-1.50x faster). V-trace takes the returns' rule, not timed itself."""
+    0.85-0.88x; batch-major 1.13-1.50x faster). V-trace takes the returns' rule; timed with γ
+    and λ one value each, differentiated alone (4096x1024 float32 on an H100, 2026-12-06: 1.55x
+    time-major, 1.89x batch-major), not one a time step. Retrace takes it too, untimed."""
     if op in _PARAM_GRADS:
         return True
-    if op == "vtrace":
-        if any(k in wrt for k in p if k not in _PARAM_GRADS_VTRACE):
+    if op in _PARAM_GRADS_OFFPOLICY:
+        if any(k in wrt for k in p if k not in _PARAM_GRADS_DISCOUNTS):
             return False
-        p = {k: v for k, v in p.items() if k in _PARAM_GRADS_VTRACE}
+        p = {k: v for k, v in p.items() if k in _PARAM_GRADS_DISCOUNTS}
     elif op not in _PARAM_GRADS_RETURNS:
         return False
     if not launch.FUSED_PARAM_GRADS:
@@ -179,10 +183,13 @@ def _per_step_array(v, x: dict, axis: int) -> bool:
     return full[t] > 1 and any(d > 1 for i, d in enumerate(full) if i != t)
 
 
-def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool, wrt: frozenset):
+def _fused_backward(
+    op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, store_u: bool, wrt: frozenset, in_launch: bool
+):
     """The inputs' floating gradients from one fused launch, and u where `store_u` (else None);
     None where the op has no fused backward for these inputs. `h`: the forward pass's residual.
-    Where _param_grads_fused, `store_u` asks for the parameters' gradients instead of u.
+    Where `in_launch` (_param_grads_fused for these inputs), `store_u` asks for the parameters'
+    gradients instead of u.
 
     `wrt`: the inputs and parameters that the differentiation involves. The ops in SELECTIVE write
     only those inputs' gradients (the launcher's `grads` names the others with None: given, not
@@ -201,10 +208,12 @@ def _fused_backward(op: str, axis: int, reverse: bool, x: dict, p: dict, h, g, s
     xg.update({k: x[k] for k in FLAGS if k in x})
     selective = op in SELECTIVE
     grads = {k: jnp.dtype(v.dtype) if k in wrt or not selective else None for k, v in xf.items()}
-    if _param_grads_fused(op, x, p, axis, wrt) and store_u:  # the launch writes the parameters' gradients itself
+    if in_launch and store_u:  # the launch writes the parameters' gradients itself
         grads.update({k: jnp.dtype(v.dtype) for k, v in p.items() if k in wrt or not selective})
         if op in _PARAM_GRADS_RETURNS:
             xg.update({k: x.get(k) for k in _PARAM_READS}, h=h)
+        elif op == "retrace":
+            xg["next_values"] = x["next_values"]
         store_u = False
     if not store_u and all(d is None for d in grads.values()):
         return {}, None
@@ -297,7 +306,7 @@ def _op(op: str, axis: int, reverse: bool, out_dtype, param_grads: bool = True):
             g = instantiated(g)
         h_p = param_residual(x, p, h, wanted)
         in_launch = _param_grads_fused(op, x, p, axis, wrt)
-        fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted, wrt)
+        fused = _fused_backward(op, axis, reverse, x, p, h_p if in_launch else h, g, wanted, wrt, in_launch)
         if fused is None:
             gx, gp = reference_grads(x, p, h_p, instantiated(g_sym))
         else:

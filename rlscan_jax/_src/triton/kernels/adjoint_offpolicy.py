@@ -26,6 +26,8 @@ G = h). With s_t = [cont_{t-1}] γ_{t-1} u_{t-1} (0 at t = 0):
 
     d rewards_t = u_t,   d next_values_t = [not term_t] γ_t u_t,   d q_values_t = -c_t s_t
     d log_rhos_t = s_t (h_t - q_t) λ_t ρ_t dmin(ρ_t, c̄)
+    d γ_t = [not term_t] u_t v'_t + [cont_t] u_t c_{t+1} (h_{t+1} - q_{t+1})
+    d λ_t = s_t (h_t - q_t) min(c̄, ρ_t)
 
 u_{t-1} is the previous row of the block, and across a chunk's start the carry entering it
 (`common.previous`, a shift as a scan). Flags select, never multiply. u is written (in
@@ -260,6 +262,7 @@ def retrace_adjoint_kernel(
     p_q,
     p_lr,
     p_h,
+    p_nv,
     p_term,
     p_trunc,
     p_gamma,
@@ -275,6 +278,8 @@ def retrace_adjoint_kernel(
     p_dnv,
     p_dlr,
     p_u,
+    p_dgam,
+    p_dlam,
     p_sh,
     p_sb,
     p_sync,
@@ -289,6 +294,8 @@ def retrace_adjoint_kernel(
     DNV: tl.constexpr,
     DLR: tl.constexpr,
     STORE_U: tl.constexpr,
+    GAMMA_GRAD: tl.constexpr,
+    LAMBDA_GRAD: tl.constexpr,
     GAMMA_FULL: tl.constexpr,
     LAMBDA_FULL: tl.constexpr,
     C_CLIP_FULL: tl.constexpr,
@@ -304,12 +311,18 @@ def retrace_adjoint_kernel(
     CVEC: tl.constexpr,
     MAXNREG: tl.constexpr,  # registers a thread, applied when the launch compiles (custom_call.max_registers)
 ):
-    """p_h: the forward pass's G (its own output). DR, DQ, DNV and DLR: the gradients of rewards,
-    q_values, next_values and log_rhos written (each only where the differentiation involves that
-    input, ops.SELECTIVE)."""
+    """p_h: the forward pass's G (its own output; in float32 where GAMMA_GRAD or LAMBDA_GRAD). DR,
+    DQ, DNV and DLR: the gradients of rewards, q_values, next_values and log_rhos written (each only
+    where the differentiation involves that input, ops.SELECTIVE).
+
+    GAMMA_GRAD and LAMBDA_GRAD: γ's and λ's gradients (module docstring), as vtrace_adjoint_kernel
+    writes them (0 not written, 1 one a step, 2 one a row for each segment of the plan), with no u
+    written; γ's reads v' (p_nv) and step t+1's G, q, log ρ, λ and c̄."""
     i_b, i_s = common.program(p_sync, T, PHASE, False, BT)
     o_n = common.rows(i_b, BIG, BB)
     ch, cb = common.init_carry(p_cin, p_cin, i_s, o_n, N, PHASE, False, F64, FOLD, T, BT, CPS, False, KP)
+    acc_g = tl.zeros([BT, BB], dtype=tl.float64 if F64 else tl.float32)
+    acc_l = acc_g
     for k in range(CPS):
         c = common.chunk_index(i_s, k, CPS, False, PHASE, WALK_BACK)
         o_t, off, m, ts = common.offsets(o_n, c, N, T, INNER, LAYOUT, BIG, BT, False, VEC, CVEC)
@@ -335,15 +348,41 @@ def retrace_adjoint_kernel(
                 term, _ = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
                 b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
                 common.store(p_dnv, off, tl.where(term, 0.0, b_g * u), m, STREAM)
-            if DQ or DLR:
+            if DQ or DLR or LAMBDA_GRAD:
                 b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m), 0.0)
             if DQ:
                 common.store(p_dq, off, -(b_c * b_s), m, STREAM)
+            if DLR or LAMBDA_GRAD:
+                b_hq = common.load(p_h, off, m, F64) - common.load(p_q, off, m, F64)  # h_t - q_t
             if DLR:
-                b_q = common.load(p_q, off, m, F64)
-                b_h = common.load(p_h, off, m, F64)
-                common.store(p_dlr, off, b_s * (b_h - b_q) * b_lam * b_rho * _dmin(b_rho, c_clip), m, STREAM)
+                common.store(p_dlr, off, b_s * b_hq * b_lam * b_rho * _dmin(b_rho, c_clip), m, STREAM)
+            if LAMBDA_GRAD:
+                b_pl = tl.where(m, b_s * b_hq * tl.minimum(c_clip, b_rho), 0.0)
+                if LAMBDA_GRAD == 1:
+                    common.store(p_dlam, off, b_pl, m, STREAM)
+                else:
+                    acc_l += b_pl
+            if GAMMA_GRAD:
+                term, done = _flags(p_term, p_trunc, off, m, HAS_TERM, HAS_TRUNC)
+                last = common.edge(o_t, o_n, T - 1)
+                m1 = m & ~(done | last)  # cont_t: step t+1 enters h_t
+                b_c1 = common.load_param(p_lam, off + ts, m1, LAMBDA_FULL, F64, o_t + 1, o_n, N, T) * tl.minimum(
+                    common.load_param(p_c_clip, off + ts, m1, C_CLIP_FULL, F64, o_t + 1, o_n, N, T),
+                    tl.exp(common.load(p_lr, off + ts, m1, F64)),
+                )
+                b_hq1 = common.load(p_h, off + ts, m1, F64) - common.load(p_q, off + ts, m1, F64)
+                b_pg = tl.where(term, 0.0, common.load(p_nv, off, m, F64)) + tl.where(m1, b_c1 * b_hq1, 0.0)
+                b_pg = tl.where(m, u * b_pg, 0.0)
+                if GAMMA_GRAD == 1:
+                    common.store(p_dgam, off, b_pg, m, STREAM)
+                else:
+                    acc_g += b_pg
         if not SINGLE:
             ch, cb = common.advance(A, B, u, ch, cb, o_t, common.exit_time(c, BT, False), PHASE, WALK_BACK)
     if PHASE == 1:
         common.store_summary(p_sh, p_sb, i_s, o_n, N, ch, cb, FOLD, T, BT, CPS)
+    else:
+        if GAMMA_GRAD == 2:
+            common.store_segment_sums(p_dgam, i_s, o_n, N, acc_g, BIG)
+        if LAMBDA_GRAD == 2:
+            common.store_segment_sums(p_dlam, i_s, o_n, N, acc_l, BIG)

@@ -170,18 +170,23 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
 
 
 def retrace(x, p, *, axis, reverse, out_dtype, store_h):
-    """x: g (the cotangent of G), q_values, log_rhos, the forward pass's G as h, and the flags."""
+    """x: g (the cotangent of G), q_values, log_rhos, the forward pass's G as h, and the flags. γ
+    and λ named in `grads` (ops._param_grads_fused) get their gradients from the same launch, as
+    `_returns` says; x then holds next_values too, and h is G in float32."""
     del reverse
     grads = dict(out_dtype)
     q = x["q_values"]
     shape = q.shape
     params = {k: launch.param(p[k], shape, axis) for k in ("gamma", "lambda_", "c_clip")}
     f64 = _is_f64(x["g"])
+    acc = jnp.float64 if f64 else jnp.float32
     g = launch.geometry(shape, axis)
     narrow = launch.narrow_rows(g, [x["g"], q, x["log_rhos"]])
     names = ("rewards", "q_values", "next_values", "log_rhos")
+    sums = {k: (_param_mode(params[k][1]) if k in grads else 0) for k in ("gamma", "lambda_")}
     outputs = [_grad_slot(grads, shape, k) for k in names]
-    outputs.append(launch.out(shape, jnp.float64 if f64 else jnp.float32) if store_h else launch.placeholder())
+    outputs.append(launch.out(shape, acc) if store_h else launch.placeholder())
+    outputs += [_param_slot(mode, shape, acc) for mode in sums.values()]
     outs = launch.scan_call(
         retrace_adjoint_kernel,
         op="retrace",
@@ -191,6 +196,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
             q,
             x["log_rhos"],
             x["h"],
+            launch.or_(x.get("next_values"), q),
             launch.or_(x["terminated"], q),
             launch.or_(x["truncated"], q),
             *[v for v, _ in params.values()],
@@ -202,13 +208,19 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         HAS_TRUNC=x["truncated"] is not None,
         **_written(grads, DR="rewards", DQ="q_values", DNV="next_values", DLR="log_rhos"),
         STORE_U=store_h,
+        GAMMA_GRAD=sums["gamma"],
+        LAMBDA_GRAD=sums["lambda_"],
         GAMMA_FULL=params["gamma"][1],
         LAMBDA_FULL=params["lambda_"][1],
         C_CLIP_FULL=params["c_clip"][1],
         few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
         whole_row_warps=0 if narrow else launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
     )
-    return _written_grads(grads, names, outs), (outs[4] if store_h else None)
+    out = _written_grads(grads, names, outs)
+    for (k, mode), o in zip(sums.items(), outs[5:]):
+        if mode:
+            out[k] = _param_grad(o, mode, params[k][1], g.N, p[k].shape, grads[k])
+    return out, (outs[4] if store_h else None)
 
 
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
