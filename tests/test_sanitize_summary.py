@@ -586,3 +586,31 @@ def test_ptx_diff_ignores_debug_information_only():
     assert ptx_diff.normalized(a) == ptx_diff.normalized(b) == "ld.global.b32 %r1, [%rd1];\nst.global.b32 [%rd2], %r1;"
     reordered = "st.global.b32 [%rd2], %r1;\nld.global.b32 %r1, [%rd1];"
     assert ptx_diff.normalized(reordered) != ptx_diff.normalized(b)
+
+
+def test_reference_cache_keeps_a_call_of_some_inputs_apart(tmp_path):
+    """The driver's on-disk reference of a call that differentiates some inputs (Inputs.wrt) is
+    not the reference of the call with the same id and arrays that differentiates all of them:
+    sharing one key gave that call every input's gradient, a KeyError in `run_one` (the 4 calls
+    of 68 that failed in the forty-third session's memcheck). Each is the sequential scan's own,
+    first computed and then read back from the cache."""
+    import dataclasses
+
+    import numpy as np
+    import triton_variants
+
+    sanitize_driver = _load("sanitize_driver")
+    whole, args = triton_variants._call("retrace", "nv", 16, (4,), 0, np.float32, np.bool_, 0.9)
+    some = dataclasses.replace(whole, wrt=("q_values",))
+    first = {inp.wrt: sanitize_driver.reference(inp, args, str(tmp_path)) for inp in (whole, some)}
+    again = {inp.wrt: sanitize_driver.reference(inp, args, str(tmp_path)) for inp in (whole, some)}
+    assert len(list(tmp_path.iterdir())) == 2
+    assert sorted(first[None][1]) == sorted(whole.float_names()) and sorted(first[("q_values",)][1]) == ["q_values"]
+    for key in first:
+        outs, grads = first[key]
+        assert sorted(again[key][1]) == sorted(grads)
+        for k, g in grads.items():
+            np.testing.assert_array_equal(again[key][1][k], g)
+        for o, w in zip(again[key][0], outs, strict=True):
+            np.testing.assert_array_equal(o, w)
+    np.testing.assert_array_equal(first[("q_values",)][1]["q_values"], first[None][1]["q_values"])

@@ -1043,8 +1043,8 @@ PARAM_GRAD_MODE = {"one": 2, "row": 2, "time": 1, "full": 1}
 def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
     """γ's and λ's gradients of GAE, λ-returns, discounted returns, V-trace and Retrace come from the
     fused backward launch itself (launch.FUSED_PARAM_GRADS: adjoint_kernel, vtrace_adjoint_kernel
-    and retrace_adjoint_kernel sum them from the float32 state and v'), with no u written, in every form of the parameters and
-    every plan, except time-major rows with a parameter neither one value nor one a row
+    and retrace_adjoint_kernel sum them from the float32 state and v'), with no u written, in
+    every form of the parameters and every plan, except time-major rows with a parameter neither one value nor one a row
     (ops._param_grads_fused: u and the reference's vjp there). All match the float64 oracle's,
     with the inputs' gradients beside them. Time-major rows take the op's main mode (next_values,
     truncation), batch-major rows its other (bootstrap_value); discounted returns also the mode
