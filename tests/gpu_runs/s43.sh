@@ -8,16 +8,6 @@
 #      ("new") then 4529933's rlscan_jax in .old/ ("old": `git archive 4529933 rlscan_jax | tar -x
 #      -C .old`, carried), GS_S seconds each (s42.sh's `time`);
 #   3. memcheck on the calls that launch retrace_adjoint_kernel with GAMMA_GRAD or LAMBDA_GRAD
-#!/usr/bin/env bash
-# The forty-third session's device call (tests/gpu_runs/README.md): Retrace's γ and λ gradients
-# summed in its fused backward (retrace_adjoint_kernel's GAMMA_GRAD, LAMBDA_GRAD). Each step writes
-# to $OUT as it goes, so a call cut short keeps what it finished:
-#   1. test_gpu.py's Retrace tests that differentiate γ and λ (shared parameters in four forms,
-#      some inputs alone with γ and λ alone, bfloat16 parameters), T_S seconds;
-#   2. benchmarks.grad_subsets for Retrace at 4096x1024 float32, both layouts, this checkout
-#      ("new") then 4529933's rlscan_jax in .old/ ("old": `git archive 4529933 rlscan_jax | tar -x
-#      -C .old`, carried), GS_S seconds each (s42.sh's `time`);
-#   3. memcheck on the calls that launch retrace_adjoint_kernel with GAMMA_GRAD or LAMBDA_GRAD
 #      (`select_calls.py`), MC_S seconds.
 # `s43.sh memcheck` (the second call, after sanitize_driver's reference cache was keyed by
 # Inputs.wrt and .used: 4 of step 3's calls failed on it): memcheck on the same 68 calls, then on
