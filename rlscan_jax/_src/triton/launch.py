@@ -423,8 +423,8 @@ LOOKBACK_FENCE = True
 # False: the reference's vjp around the adjoint scan, as for the other ops (for an A/B in the
 # benchmark: `--launch FUSED_BACKWARD=False`).
 FUSED_BACKWARD = True
-# γ's and λ's gradients of GAE, λ-returns and discounted returns summed inside their fused backward
-# launch (adjoint_kernel's GAMMA_GRAD, LAMBDA_GRAD), where a parameter is differentiated; False: the
+# γ's and λ's gradients of GAE, λ-returns, discounted returns, V-trace and Retrace summed inside
+# their fused backward launch (GAMMA_GRAD, LAMBDA_GRAD), where a parameter is differentiated; False: the
 # launch writes u, and XLA takes the parameters' gradients from it by the reference's vjp.
 # tests/gpu_runs/README.md, fortieth session (H100, 4096x1024, fwd+bwd, two A/B pairs against
 # 49b4cbe): 1.11-1.52x faster with γ and λ one value or one a row, 1.13-1.50x batch-major with them

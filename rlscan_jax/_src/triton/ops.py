@@ -12,10 +12,12 @@ For the ops in FUSED_BACKWARD the backward pass is instead one fused launch
 (launchers/adjoint.py): the adjoint scan reads the output cotangents and the raw flags and
 writes the inputs' gradients in their dtypes, with none of the elementwise passes around it. Where
 a parameter (γ, λ) is differentiated (traced when the op was called, and perturbed: the
-custom_vjp's symbolic zeros tell), the launch of GAE, λ-returns, discounted returns and
-linear_scan also writes the parameters' gradients, summed in registers from the forward pass's
-state (float32, rerun where the output is 16-bit: param_residual); V-trace's, Retrace's and
-eligibility traces' launches write u, from which the reference's vjp gives them as above. The
+custom_vjp's symbolic zeros tell), the launch of GAE, λ-returns, discounted returns, V-trace,
+Retrace and linear_scan also writes the parameters' gradients, summed in registers from the
+forward pass's state (float32, rerun where the output is 16-bit: param_residual), except where
+_param_grads_fused says otherwise (a clip threshold differentiated; time-major rows with a
+parameter one a time step); there, and for eligibility traces, the launch writes u, from which
+the reference's vjp gives them as above. The
 launches of the ops in SELECTIVE write the gradients of only the inputs the differentiation
 involves (a rollout's rewards, a meta-gradient's inputs: no pass), and read no cotangent of an
 unused output.

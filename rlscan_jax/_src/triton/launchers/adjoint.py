@@ -3,10 +3,10 @@ flags, and writes the inputs' gradients in their own dtypes.
 
 Each launcher takes x = the cotangents ("g", and "g2" for GAE's returns) and the flags, p = the
 op's parameters, and `grads`: ((name, dtype), ...), the floating inputs whose gradients it
-writes, and for GAE, λ-returns, discounted returns, V-trace and linear_scan the parameters whose
-gradients it sums (ops._param_grads_fused). It returns ({name: gradient}, u), u (the adjoint state in the
-compute dtype, from which ops.py takes the parameters' gradients otherwise) only where `store_u`
-asks for it, else None.
+writes, and for GAE, λ-returns, discounted returns, V-trace, Retrace and linear_scan the
+parameters whose gradients it sums (ops._param_grads_fused). It returns ({name: gradient}, u), u
+(the adjoint state in the compute dtype, from which ops.py takes the parameters' gradients
+otherwise) only where `store_u` asks for it, else None.
 """
 
 import functools
