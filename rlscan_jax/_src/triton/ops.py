@@ -17,10 +17,9 @@ Retrace and linear_scan also writes the parameters' gradients, summed in registe
 forward pass's state (float32, rerun where the output is 16-bit: param_residual), except where
 _param_grads_fused says otherwise (a clip threshold differentiated; time-major rows with a
 parameter one a time step); there, and for eligibility traces, the launch writes u, from which
-the reference's vjp gives them as above. The
-launches of the ops in SELECTIVE write the gradients of only the inputs the differentiation
-involves (a rollout's rewards, a meta-gradient's inputs: no pass), and read no cotangent of an
-unused output.
+the reference's vjp gives them as above. The launches of the ops in SELECTIVE write the
+gradients of only the inputs the differentiation involves (a rollout's rewards, a meta-gradient's
+inputs: no pass), and read no cotangent of an unused output.
 
 The launchers carry the `custom_vmap` rule (batching.py); `custom_vjp` sits outside them,
 never on the same function (jax issue 14150).
@@ -104,13 +103,17 @@ _BACKWARD_READS = {
 # γ and λ (adjoint_kernel sums them in registers, from the forward pass's float32 state and v').
 _PARAM_GRADS = ("linear_scan",)
 _PARAM_GRADS_RETURNS = ("gae", "lambda_returns", "discounted_returns")
-# What adjoint_kernel reads for them besides the cotangents and flags (and h, the float32 state).
-_PARAM_READS = ("values", "next_values", "bootstrap_value")
-# V-trace's and Retrace's γ and λ likewise (vtrace_adjoint_kernel, which reads v' and h already;
-# retrace_adjoint_kernel, which reads next_values for them), where no clip threshold is
-# differentiated (their gradients come from u and the reference's vjp).
+# V-trace's and Retrace's γ and λ likewise, where no clip threshold is differentiated (their
+# gradients then come from u and the reference's vjp).
 _PARAM_GRADS_OFFPOLICY = ("vtrace", "retrace")
 _PARAM_GRADS_DISCOUNTS = ("gamma", "lambda_")
+# What the fused backward reads for the parameters' gradients besides its other inputs (and h, the
+# float32 state): adjoint_kernel v' (from next_values, or values and the bootstrap), Retrace's
+# next_values; vtrace_adjoint_kernel reads v' already.
+_PARAM_READS = {
+    **dict.fromkeys(_PARAM_GRADS_RETURNS, ("values", "next_values", "bootstrap_value")),
+    "retrace": ("next_values",),
+}
 
 # The ops whose fused backward writes the gradients of only the inputs (and parameters) that the
 # differentiation involves (the custom_vjp's symbolic zeros tell), and reads no cotangent of an
@@ -120,13 +123,13 @@ SELECTIVE = (*_PARAM_GRADS_RETURNS, "vtrace", "retrace")
 
 def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> bool:
     """Whether the op's fused backward writes its parameters' gradients for these inputs (`wrt`:
-    those the differentiation involves). The returns', V-trace's and Retrace's time-major rows keep u and the
-    reference's vjp where a parameter is neither one value nor one a row: their kernel then writes
-    an array of the steps' shape for each parameter, which measured slower (one a time step at
-    4096x1024 on an H100, 2026-12-06: GAE 0.97x float32 and 0.89x bfloat16, λ-returns
-    0.85-0.88x; batch-major 1.13-1.50x faster). V-trace takes the returns' rule; timed with γ
-    and λ one value each, differentiated alone (4096x1024 float32 on an H100, 2026-12-06: 1.55x
-    time-major, 1.89x batch-major), not one a time step. Retrace takes it too, untimed."""
+    those the differentiation involves). The returns', V-trace's and Retrace's time-major rows keep
+    u and the reference's vjp where a parameter is neither one value nor one a row: their kernel
+    then writes an array of the steps' shape for each parameter, which measured slower (one a time
+    step at 4096x1024 on an H100, 2026-12-06: GAE 0.97x float32 and 0.89x bfloat16, λ-returns
+    0.85-0.88x; batch-major 1.13-1.50x faster). V-trace and Retrace take the returns' rule; timed
+    with γ and λ one value each, differentiated alone (4096x1024 float32 on an H100, 2026-12-06:
+    V-trace 1.55x time-major, 1.89x batch-major; Retrace 1.37x, 1.69x), not one a time step."""
     if op in _PARAM_GRADS:
         return True
     if op in _PARAM_GRADS_OFFPOLICY:
@@ -212,10 +215,7 @@ def _fused_backward(
     grads = {k: jnp.dtype(v.dtype) if k in wrt or not selective else None for k, v in xf.items()}
     if in_launch and store_u:  # the launch writes the parameters' gradients itself
         grads.update({k: jnp.dtype(v.dtype) for k, v in p.items() if k in wrt or not selective})
-        if op in _PARAM_GRADS_RETURNS:
-            xg.update({k: x.get(k) for k in _PARAM_READS}, h=h)
-        elif op == "retrace":
-            xg["next_values"] = x["next_values"]
+        xg.update({k: x.get(k) for k in _PARAM_READS.get(op, ())}, h=h)
         store_u = False
     if not store_u and all(d is None for d in grads.values()):
         return {}, None

@@ -39,7 +39,7 @@ def _returns(op, x, p, *, axis, grads, store_u):
     f64 = _is_f64(g)
     acc = jnp.float64 if f64 else jnp.float32
     edge = shape[:axis] + shape[axis + 1 :]
-    sums = {k: (_param_mode(form) if k in grads else 0) for k, (_, form) in params.items()}
+    sums = _param_sums(params, grads)
     slot = functools.partial(_grad_slot, grads, shape)
 
     outs = launch.scan_call(
@@ -61,8 +61,7 @@ def _returns(op, x, p, *, axis, grads, store_u):
             slot("next_values"),
             slot("bootstrap_value", edge),
             launch.out(shape, acc) if store_u else launch.placeholder(),
-            _param_slot(sums["gamma"], shape, acc),
-            _param_slot(sums.get("lambda_", 0), shape, acc),
+            *_param_slots(sums, shape, acc),
         ],
         reverse=False,
         f64=f64,
@@ -76,15 +75,12 @@ def _returns(op, x, p, *, axis, grads, store_u):
         **_written(grads, DR="rewards", DV="values", DNV="next_values", DBOOT="bootstrap_value"),
         STORE_U=store_u,
         GAMMA_GRAD=sums["gamma"],
-        LAMBDA_GRAD=sums.get("lambda_", 0),
+        LAMBDA_GRAD=sums["lambda_"],
         GAMMA_FULL=gamma_form,
         LAMBDA_FULL=lam_form,
     )
     names = ("rewards", "values", "next_values", "bootstrap_value")
-    out = _written_grads(grads, names, outs)
-    for k, o in zip(("gamma", "lambda_"), outs[5:]):
-        if sums.get(k):
-            out[k] = _param_grad(o, sums[k], params[k][1], geo.N, p[k].shape, grads[k])
+    out = _summed_params(_written_grads(grads, names, outs), sums, outs[5:], params, geo.N, p, grads)
     return out, (outs[4] if store_u else None)
 
 
@@ -117,12 +113,12 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
     geo = launch.geometry(shape, axis)
     edge = shape[:axis] + shape[axis + 1 :]
     slot = functools.partial(_grad_slot, grads, shape)
-    sums = {k: (_param_mode(params[k][1]) if k in grads else 0) for k in ("gamma", "lambda_")}
+    sums = _param_sums(params, grads)
     # v' is next_values or the bootstrap.
     outputs = [slot(k) for k in ("rewards", "values", "log_rhos", "next_values")]
     outputs.append(slot("bootstrap_value", edge))
     outputs.append(launch.out(shape, acc) if store_h else launch.placeholder())
-    outputs += [_param_slot(mode, shape, acc) for mode in sums.values()]
+    outputs += _param_slots(sums, shape, acc)
     outs = launch.scan_call(
         vtrace_adjoint_kernel,
         op="vtrace",
@@ -162,10 +158,7 @@ def vtrace(x, p, *, axis, reverse, out_dtype, store_h):
         column_bt=launch.VTRACE_ADJOINT_COLUMN_BT,
     )
     names = ("rewards", "values", "log_rhos", "next_values", "bootstrap_value")
-    out = _written_grads(grads, names, outs)
-    for (k, mode), o in zip(sums.items(), outs[6:]):
-        if mode:
-            out[k] = _param_grad(o, mode, params[k][1], geo.N, p[k].shape, grads[k])
+    out = _summed_params(_written_grads(grads, names, outs), sums, outs[6:], params, geo.N, p, grads)
     return out, (outs[5] if store_h else None)
 
 
@@ -183,10 +176,10 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
     g = launch.geometry(shape, axis)
     narrow = launch.narrow_rows(g, [x["g"], q, x["log_rhos"]])
     names = ("rewards", "q_values", "next_values", "log_rhos")
-    sums = {k: (_param_mode(params[k][1]) if k in grads else 0) for k in ("gamma", "lambda_")}
+    sums = _param_sums(params, grads)
     outputs = [_grad_slot(grads, shape, k) for k in names]
     outputs.append(launch.out(shape, acc) if store_h else launch.placeholder())
-    outputs += [_param_slot(mode, shape, acc) for mode in sums.values()]
+    outputs += _param_slots(sums, shape, acc)
     outs = launch.scan_call(
         retrace_adjoint_kernel,
         op="retrace",
@@ -216,10 +209,7 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
         few_rows_elems=launch.RETRACE_ADJOINT_FEW_ROWS_ELEMS,
         whole_row_warps=0 if narrow else launch.RETRACE_ADJOINT_WHOLE_ROW_WARPS,
     )
-    out = _written_grads(grads, names, outs)
-    for (k, mode), o in zip(sums.items(), outs[5:]):
-        if mode:
-            out[k] = _param_grad(o, mode, params[k][1], g.N, p[k].shape, grads[k])
+    out = _summed_params(_written_grads(grads, names, outs), sums, outs[5:], params, g.N, p, grads)
     return out, (outs[4] if store_h else None)
 
 
@@ -357,6 +347,26 @@ def _param_mode(form: int) -> int:
     each segment of the plan (launch.SegmentSums), where it is one value or one a row; else 1, one a
     step (an array of the steps' shape, summed to the parameter's shape by `_param_grad`)."""
     return 2 if form in (0, 3) else 1
+
+
+def _param_sums(params: dict, grads: dict) -> dict:
+    """{"gamma", "lambda_": how the launch writes that parameter's gradient (`_param_mode` of its
+    form in `params`, launch.param's; 0, not written, where `grads` does not ask for it)}."""
+    return {k: _param_mode(params[k][1]) if k in grads and k in params else 0 for k in ("gamma", "lambda_")}
+
+
+def _param_slots(sums: dict, shape: tuple[int, ...], dtype) -> list:
+    """The output slots of the parameters' gradients, in `sums`' order (`_param_sums`)."""
+    return [_param_slot(mode, shape, dtype) for mode in sums.values()]
+
+
+def _summed_params(out: dict, sums: dict, slots, params: dict, n: int, p: dict, grads: dict) -> dict:
+    """`out` with the gradient of each parameter the launch wrote (`sums`), from its slot in `slots`
+    (`_param_slots`' order), for n rows."""
+    for (k, mode), v in zip(sums.items(), slots):
+        if mode:
+            out[k] = _param_grad(v, mode, params[k][1], n, p[k].shape, grads[k])
+    return out
 
 
 def _param_slot(mode: int, shape: tuple[int, ...], dtype):
