@@ -614,3 +614,35 @@ def test_reference_cache_keeps_a_call_of_some_inputs_apart(tmp_path):
         for o, w in zip(again[key][0], outs, strict=True):
             np.testing.assert_array_equal(o, w)
     np.testing.assert_array_equal(first[("q_values",)][1]["q_values"], first[None][1]["q_values"])
+
+
+def test_calls_keep_log_rhos_clear_of_the_clip_kinks():
+    """The sweep's calls hold no log ρ within KINK_MARGIN of a clip's kink (log of the call's
+    ρ̄, c̄ and ρ̄_pg, 1 where not given), where the GPU's float32 exp and XLA's round e^x to either
+    side of the clip (the forty-fourth session: 2 of V-trace's 68 GAMMA_GRAD calls differed in
+    d/dlog_rhos by 1.24 at log ρ = -8.0e-8). The helper moves only those values, and keeps the
+    dtype."""
+    import numpy as np
+    import triton_variants
+    from ml_dtypes import bfloat16
+
+    margin = triton_variants.KINK_MARGIN
+    x = np.array([-8.0e-8, 0.3, np.log(2.0) + 1e-6, np.log(0.5) - 2e-5, -0.5], np.float32)
+    moved = triton_variants.clear_of_clip_kinks(x, {"rho_clip": 2.0, "c_clip": None, "pg_rho_clip": 0.5})
+    assert moved.dtype == np.float32
+    np.testing.assert_allclose(moved, [-8.0e-8, 0.3, np.log(2.0) + 10 * margin, np.log(0.5) - 10 * margin, -0.5], rtol=1e-6)
+    moved = triton_variants.clear_of_clip_kinks(x.astype(bfloat16), {})  # every clip 1: a kink at 0
+    assert moved.dtype == bfloat16 and float(moved[0]) == np.float32(bfloat16(-10 * margin))
+    np.testing.assert_array_equal(moved[1:], x[1:].astype(bfloat16))
+
+    checked = 0
+    for inp, args in triton_variants.calls():
+        if "log_rhos" not in args:
+            continue
+        x = np.asarray(args["log_rhos"], np.float64)
+        for name, default in triton_variants.CLIPS.items():
+            clip = args.get(name, default)
+            if clip is not None:
+                assert np.abs(x - np.log(clip)).min() >= margin * (1 - 1e-3), (inp.op, inp.mode, name)
+                checked += 1
+    assert checked > 100
