@@ -6,11 +6,13 @@ The suite's fwd+bwd differentiates every floating input and every output. A trai
 a rollout's rewards are data, a critic's targets differentiate the value inputs alone, a
 meta-gradient (γ and λ learned) differentiates the parameters alone, and a loss may use one output
 of two (GAE's advantages without its returns). The fused backward writes only the gradients the
-differentiation asks for (rlscan_jax._src.triton.ops.SELECTIVE). Each case here is `jax.vjp` of the
-op with respect to a subset, with a cotangent of ones for each output used:
+differentiation asks for (rlscan_jax._src.triton.ops.SELECTIVE), and those ops and eligibility
+traces sum γ's and λ's gradients in it. Each case here is `jax.vjp` of the op with respect to a
+subset, with a cotangent of ones for each output used:
 
     all      every floating input, every output (the suite's fwd+bwd)
-    critic   the value inputs alone (values, next_values; Retrace's q_values, next_values)
+    critic   the value inputs alone (values, next_values; Retrace's q_values, next_values; not for
+             eligibility traces, which have none)
     params   γ and λ alone, one value each, passed as traced arguments (a meta-gradient)
     first    every floating input, the first output alone (GAE, V-trace: ops of two outputs)
 
@@ -35,19 +37,21 @@ import numpy as np
 import rlscan_jax
 from benchmarks import devicetime, run, shapes
 
-OPS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns")
+OPS = ("gae", "vtrace", "retrace", "lambda_returns", "discounted_returns", "eligibility_traces")
 SUBSETS = ("all", "critic", "params", "first")
 CRITIC = ("values", "next_values", "q_values")
 
 
 def subset_of(op: str, subset: str) -> tuple[tuple[str, ...], bool] | None:
     """(the differentiated arguments, whether the first output alone is used), or None where the
-    subset does not apply to `op` ("first" for an op of one output)."""
+    subset does not apply to `op` ("first" for an op of one output, "critic" for one of no value
+    inputs)."""
     spec = shapes.SPECS[op]
     if subset == "all":
         return spec.floats, False
     if subset == "critic":
-        return tuple(k for k in spec.floats if k in CRITIC), False
+        critic = tuple(k for k in spec.floats if k in CRITIC)
+        return (critic, False) if critic else None
     if subset == "params":
         return tuple(spec.params), False
     if subset == "first":

@@ -691,11 +691,14 @@ def test_grad_subsets_quick(tmp_path, monkeypatch):
     from benchmarks import grad_subsets
 
     out = tmp_path / "subsets.json"
-    argv = ["--out", str(out), "--ops", "gae,retrace", "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
+    ops = "gae,retrace,eligibility_traces"
+    argv = ["--out", str(out), "--ops", ops, "--shapes", "8x16", "--layouts", "time_major", "--windows", "1"]
     assert grad_subsets.main(argv) == 0
     records = json.loads(out.read_text())["records"]
-    assert sorted((r["op"], r["subset"]) for r in records) == [("gae", s) for s in sorted(grad_subsets.SUBSETS)] + [
-        ("retrace", s) for s in ("all", "critic", "params")
+    assert sorted((r["op"], r["subset"]) for r in records) == [
+        *[("eligibility_traces", s) for s in ("all", "params")],
+        *[("gae", s) for s in sorted(grad_subsets.SUBSETS)],
+        *[("retrace", s) for s in ("all", "critic", "params")],
     ]
     assert all(r["correct"] and r["wall_us"] > 0 and r["samples"] == 1 for r in records)
     assert {r["subset"]: r["wrt"] for r in records if r["op"] == "gae"} == {

@@ -1108,6 +1108,85 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
                         cases.assert_close(g[k], w[k], np.float32, msg=f"{op} {split} axis {axis} {form} d/d{k}")
 
 
+# Eligibility traces' calls for test_trace_parameter_gradients_in_the_fused_backward: (mode, axis,
+# batch, whether the initial value is kept): time-major, batch-major and general rows, with and
+# without trailing feature axes (one decay for each group of features) and done flags.
+TRACE_PARAM_CALLS = [
+    ("done", 0, (5,), False),
+    ("done", -1, (5,), False),
+    ("done", 1, (2, 3), False),
+    ("feat", 0, (5,), False),
+    ("feat", -1, (5,), False),
+    ("feat", 1, (2, 3), False),
+    ("nodone", -1, (5,), False),
+    ("feat", 0, (5,), True),
+]
+
+
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
+def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
+    """Eligibility traces' γ and λ gradients come from their adjoint launch itself (linear_kernel's
+    DECAY_GRAD: D_t = [not done_{t-1}] u_t e_{t-1}, the gradient of γλ, from the forward pass's
+    float32 traces; d γ = λ D, d λ = γ D, summed by the launcher): one value a row for each
+    segment where γ and λ are one value or one a row, one a step where one is one a time step,
+    except time-major rows there and calls with an initial value (ops._param_grads_fused: u and
+    the reference's vjp, DECAY_GRAD 0). Every plan, with and without feature axes and done flags;
+    each gradient, the inputs' beside γ's and λ's, against the float64 oracle's."""
+    import triton_variants
+
+    from rlscan_jax._src.triton import launch
+
+    op = "eligibility_traces"
+    with contextlib.ExitStack() as stack:
+        if split != "one-pass":
+            stack.enter_context(_tiny_blocks(monkeypatch, split))
+        for mode, axis, batch, keep_initial in TRACE_PARAM_CALLS:
+            inp = cases.build(op, mode, 37, batch, axis)
+            if not keep_initial:
+                inp.args["initial"] = None
+            rng = np.random.default_rng(cases.seed_of(f"{op}{split}{mode}{axis}{keep_initial}param grads"))
+            weights = [rng.normal(size=o.shape) for o in cases.call(inp, "associative")]
+            floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
+            time_major = launch.geometry(floats["inputs"].shape, axis % floats["inputs"].ndim).layout == 0
+            for form in ("one", "row", "time"):
+                shape = [] if form == "one" else inp.param_shape(form)
+                params = {k: rng.uniform(0.5, 0.99, size=shape) for k in ("gamma", "lambda_")}
+
+                def loss(fl, ps, inp=inp, weights=weights):
+                    outs = cases.call(inp, "triton", {**inp.args, **fl, **ps})
+                    return sum(jnp.sum(o * jnp.asarray(w, jnp.float32)) for o, w in zip(outs, weights))
+
+                def oracle_loss(fl, ps, inp=inp, weights=weights):
+                    outs = cases.call_oracle(inp, {**inp.args, **fl, **ps}, xp=jnp)
+                    return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
+
+                launches = []
+
+                def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
+                    launches.append((kernel.fn.__name__, constexprs))
+
+                ps32 = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+                grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+                with triton_variants.recording(on_launch):
+                    jax.eval_shape(grad, floats, ps32)
+                bwd = [c for name, c in launches if name == "linear_kernel" and c["REVERSE"]]
+                want = PARAM_GRAD_MODE[form]
+                if keep_initial or (time_major and want == 1):
+                    want = 0
+                what = (mode, axis, keep_initial, form)
+                assert bwd and {c["DECAY_GRAD"] for c in bwd if c["PHASE"] != 1} == {want}, (what, bwd)
+                got = grad(floats, ps32)
+                with enable_x64():
+                    want = jax.grad(oracle_loss, argnums=(0, 1))(
+                        {k: np.asarray(v, np.float64) for k, v in floats.items()},
+                        {k: np.asarray(v, np.float64) for k, v in params.items()},
+                    )
+                for g, w in zip(got, want, strict=True):
+                    for k in w:
+                        assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
+                        cases.assert_close(g[k], w[k], np.float32, msg=f"{split} {what} d/d{k}")
+
+
 # The fused backward's constexpr that switches on each input's gradient store (ops.SELECTIVE).
 GRAD_STORES = {
     "adjoint_kernel": {"rewards": "DR", "values": "DV", "next_values": "DNV", "bootstrap_value": "DBOOT"},

@@ -132,6 +132,13 @@ def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> 
     V-trace 1.55x time-major, 1.89x batch-major; Retrace 1.37x, 1.69x), not one a time step."""
     if op in _PARAM_GRADS:
         return True
+    if op == "eligibility_traces":  # with no initial value (e_{-1} = 0: kernels/linear.py)
+        if not launch.FUSED_PARAM_GRADS or x.get("initial") is not None:
+            return False
+        step = (x["inputs"] if x.get("done") is None else x["done"]).shape
+        if launch.geometry(x["inputs"].shape, axis).layout != 0:
+            return True
+        return all(launch.param(v, step, axis % len(step))[1] in (0, 3) for v in p.values())
     if op in _PARAM_GRADS_OFFPOLICY:
         if any(k in wrt for k in p if k not in _PARAM_GRADS_DISCOUNTS):
             return False

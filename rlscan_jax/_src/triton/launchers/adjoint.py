@@ -216,7 +216,11 @@ def retrace(x, p, *, axis, reverse, out_dtype, store_h):
 def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     """Episodic sums and eligibility traces (γλ in any form): the adjoint is the linear kernel's scan
     of the cotangent in the other direction, with the done flags where the forward pass had
-    them one step later (a forward scan's reset at t is done_{t-1}) or earlier."""
+    them one step later (a forward scan's reset at t is done_{t-1}) or earlier. γ and λ named in
+    `grads` (eligibility traces, ops._param_grads_fused: x then holds the forward pass's float32
+    traces as h) get their gradients from the same launch: D, the gradient of γλ at each step
+    (kernels/linear.py), one value a row for each segment where both are one value or one a row,
+    else one a step, summed here to each one's shape (d γ = λ D, d λ = γ D)."""
     grads = dict(grads)
     g, done = x["g"], x["done"]
     dtype = jnp.float64 if jnp.dtype(grads["inputs"]) == jnp.float64 else jnp.float32
@@ -226,14 +230,19 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
     # u's edge, the same bits.
     initial = jnp.dtype(grads.get("initial", grads["inputs"]))
     wide = store_u or ("initial" in grads and (gamma is not None or initial != jnp.dtype(grads["inputs"])))
-    rank = (g if done is None else done).ndim
+    step = (g if done is None else done).shape
+    rank = len(step)
+    decay_grad = 0
+    if "gamma" in grads or "lambda_" in grads:
+        forms = [launch.param(v, step, axis % rank)[1] for v in (gamma, lam)]
+        decay_grad = _param_mode(0 if all(f in (0, 3) for f in forms) else 1)
     # The decay that carries u_{t+1} back to step t is the forward pass's at t + 1: a parameter
     # with more than one value along time is read from a copy shifted a step (a [T] vector stays
     # one), whose last step meets the scan's zero start.
     scan_gamma, scan_lam = (
         None if v is None else common.shift_param(v, rank, axis, common.shift_next) for v in (gamma, lam)
     )
-    u, _ = linear._forward(
+    u, dd = linear._forward(
         op,
         g,
         reset=done,
@@ -245,6 +254,8 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
         reverse=not reverse,
         out_dtype=dtype if wide else grads["inputs"],
         column_vec=launch.ADJOINT_COLUMN_VEC_16BIT.get(op, 0),
+        e=x.get("h") if decay_grad else None,
+        decay_grad=decay_grad,
     )
     out = {"inputs": u.astype(grads["inputs"])}
     if "initial" in grads:
@@ -262,6 +273,15 @@ def _traces(op, x, gamma, lam, *, axis, reverse, grads, store_u):
             last = jnp.reshape(last, last.shape + (1,) * (edge.ndim - last.ndim))
             edge = jnp.where(last, jnp.zeros_like(edge), edge)
         out["initial"] = edge.astype(grads["initial"])
+    if decay_grad:
+        t = axis % rank
+        if decay_grad == 2:  # one value a row of the scan (the step's shape less time, then features)
+            dd = launch.sum_segments(dd, launch.geometry(g.shape, axis).N)
+            dd = jnp.expand_dims(dd.reshape(g.shape[:t] + g.shape[t + 1 :]), t)
+        dd = jnp.sum(dd, axis=tuple(range(rank, g.ndim)))  # the trailing feature axes share one decay
+        for k, v, other in (("gamma", gamma, lam), ("lambda_", lam, gamma)):
+            if k in grads:
+                out[k] = _sum_to(other.astype(dd.dtype) * dd, v.shape).astype(grads[k])
     return out, (u if store_u else None)
 
 

@@ -22,16 +22,26 @@ def _forward(
     reverse,
     out_dtype,
     column_vec=0,
+    e=None,
+    decay_grad=0,
 ):
-    """`op`: the op launching (launch.scan_call). reset (per-step, possibly without inputs' trailing
-    feature axes) applies at t, or t-1 (reset_prev). `column_vec`: launch.scan_call's."""
+    """(h, D): `op`: the op launching (launch.scan_call). reset (per-step, possibly without inputs'
+    trailing feature axes) applies at t, or t-1 (reset_prev). `column_vec`: launch.scan_call's.
+    `decay_grad` (eligibility traces' adjoint; `e` the forward pass's float32 traces): how D, the
+    gradient of γλ (kernels/linear.py), is written, the kernel's DECAY_GRAD (1 of h's shape, 2 one
+    value a row for each segment: launch.sum_segments); else D is None."""
     shape = inputs.shape
     step = shape if reset is None else reset.shape
     feat = math.prod(shape[len(step) :])
     decay = gamma is not None
     gamma, gamma_form = launch.param(gamma, step, axis) if decay else (inputs, 0)
     lam, lam_form = launch.param(lam, step, axis) if decay else (inputs, 0)
-    (h,) = launch.scan_call(
+    acc = jnp.float64 if out_dtype == jnp.float64 else jnp.float32
+    if decay_grad == 2:
+        d_slot = launch.SegmentSums(acc)
+    else:
+        d_slot = launch.out(shape, acc) if decay_grad else launch.placeholder()
+    h, d = launch.scan_call(
         linear_kernel,
         op=op,
         g=launch.geometry(shape, axis),
@@ -42,9 +52,10 @@ def _forward(
             gamma,
             lam,
             launch.or_(initial, inputs),
+            launch.or_(e, inputs),
         ],
         scalars=[feat],
-        outputs=[launch.out(shape, out_dtype)],
+        outputs=[launch.out(shape, out_dtype), d_slot],
         reverse=reverse,
         f64=out_dtype == jnp.float64,
         initial=initial,
@@ -58,8 +69,9 @@ def _forward(
         LAMBDA_FULL=lam_form,
         HAS_INITIAL=initial is not None,
         HAS_FEAT=feat > 1,
+        DECAY_GRAD=decay_grad,
     )
-    return h, None
+    return h, (d if decay_grad else None)
 
 
 def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
