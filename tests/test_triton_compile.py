@@ -359,16 +359,20 @@ def test_no_passes_around_the_kernels(op):
                 assert forward == [] and grads == [], (mode, axis, name, forward, grads)
 
 
-@pytest.mark.parametrize("op", ["gae", "lambda_returns", "discounted_returns", "vtrace", "retrace"])
+@pytest.mark.parametrize(
+    "op", ["gae", "lambda_returns", "discounted_returns", "vtrace", "retrace", "eligibility_traces"]
+)
 def test_parameter_gradients_take_no_passes(op):
     """γ and λ one value or one a row, differentiated with the inputs: the fused backward launch sums
     their gradients (one value a row for each segment, launch.SegmentSums), so no pass over the
     per-step arrays runs around it (before the fortieth session, u was written and XLA's vjp read
     it with the inputs and the state; for V-trace, before the forty-second; for Retrace, before the
-    forty-third). Every mode, both layouts, float32 and bfloat16 (whose float32 state for the sums
-    is a second forward launch, not a conversion; V-trace's forward pass writes its float32 state
-    itself)."""
-    for mode in cases.OPS[op].modes:
+    forty-third; for eligibility traces, before the forty-fourth, whose modes with an initial trace
+    keep u: ops._param_grads_fused). Every mode, both layouts, float32 and bfloat16 (whose float32
+    state for the sums is a second forward launch, not a conversion; V-trace's forward pass writes
+    its float32 state itself)."""
+    modes = ("done",) if op == "eligibility_traces" else cases.OPS[op].modes
+    for mode in modes:
         for axis in (0, -1):
             for dtype in (np.float32, cases.DTYPES["bf16"]):
                 for form in ("one", "row"):
