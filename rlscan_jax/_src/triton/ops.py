@@ -129,7 +129,9 @@ def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> 
     step at 4096x1024 on an H100, 2026-12-06: GAE 0.97x float32 and 0.89x bfloat16, λ-returns
     0.85-0.88x; batch-major 1.13-1.50x faster). V-trace and Retrace take the returns' rule; timed
     with γ and λ one value each, differentiated alone (4096x1024 float32 on an H100, 2026-12-06:
-    V-trace 1.55x time-major, 1.89x batch-major; Retrace 1.37x, 1.69x), not one a time step."""
+    V-trace 1.55x time-major, 1.89x batch-major; Retrace 1.37x, 1.69x), not one a time step.
+    Eligibility traces take the returns' rule too (their adjoint launch, linear_kernel's
+    DECAY_GRAD), where no initial trace is given: its gradient's edge term keeps u."""
     if op in _PARAM_GRADS:
         return True
     if op == "eligibility_traces":  # with no initial value (e_{-1} = 0: kernels/linear.py)
