@@ -250,17 +250,21 @@ def test_bfloat16_parameter_gradients(op, T, batch, axis, form):
 
 
 # Eligibility traces' γ and λ summed in their adjoint launch (linear_kernel's DECAY_GRAD, the
-# forty-fourth session): without an initial trace (mode "done"; the other modes give one, and keep
-# u and the reference's vjp), one value (traced), one a row and one a time step, in every plan
-# (SHARED_PARAM_SHAPES time-major, and batch-major rows), float32 and bfloat16 inputs, every
-# gradient against the reference's as test_bfloat16_parameter_gradients holds them.
+# forty-fourth session; launch.FUSED_TRACE_PARAM_GRADS, turned on here): without an initial trace
+# (mode "done"; the other modes give one, and keep u and the reference's vjp), one value (traced),
+# one a row and one a time step, in every plan (SHARED_PARAM_SHAPES time-major, and batch-major
+# rows), float32 and bfloat16 inputs, every gradient against the reference's as
+# test_bfloat16_parameter_gradients holds them.
 TRACE_PARAM_CASES = (*((T, b, 0) for T, b in SHARED_PARAM_SHAPES), (4096, (33,), -1), (131072, (2,), -1))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
 @pytest.mark.parametrize("form", ["traced", "row", "time"])
 @pytest.mark.parametrize("T, batch, axis", TRACE_PARAM_CASES, ids=str)
-def test_trace_parameter_gradients(T, batch, axis, form, dtype):
+def test_trace_parameter_gradients(T, batch, axis, form, dtype, monkeypatch):
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed here
     dt = np.float32 if dtype == "f32" else jnp.bfloat16
     inp = _case("eligibility_traces", "done", T, batch, axis).build(dtype=dt)
     rng = np.random.default_rng(cases.seed_of(f"traces-{T}-{batch}-{axis}-{form}-{dtype}"))

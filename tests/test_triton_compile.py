@@ -86,6 +86,36 @@ def _vector_variants():
     return out
 
 
+def _trace_param_variants():
+    """Eligibility traces' adjoint with DECAY_GRAD (launch.FUSED_TRACE_PARAM_GRADS, off until timed
+    on a GPU, so record() does not reach it): the variants that eligibility traces without an
+    initial trace (mode "done") launch with it on, in every layout of triton_variants.LAYOUTS,
+    float32 and bfloat16, with γ and λ one value, one a row and one a time step."""
+    from rlscan_jax._src.triton import launch
+
+    found = {}
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        v = triton_variants.variant(kernel, args, out_shapes, num_warps, constexprs)
+        if constexprs.get("DECAY_GRAD"):
+            found.setdefault(v.name, v)
+
+    saved, launch.FUSED_TRACE_PARAM_GRADS = launch.FUSED_TRACE_PARAM_GRADS, True
+    try:
+        with triton_variants.recording(on_launch):
+            for (T, batch, axis), (dtype, flag_dtype), gamma in itertools.product(
+                triton_variants.LAYOUTS,
+                ((np.float32, np.bool_), (cases.DTYPES["bf16"], np.int8)),
+                (np.asarray(0.9, np.float32), "row", "time"),
+            ):
+                call = triton_variants._call("eligibility_traces", "done", T, batch, axis, dtype, flag_dtype, gamma)
+                triton_variants.trace(*call)
+    finally:
+        launch.FUSED_TRACE_PARAM_GRADS = saved
+    assert {dict(v.constexprs)["DECAY_GRAD"] for v in found.values()} == {1, 2}
+    return list(found.values())
+
+
 def _column_blocks():
     """Time-major split-row variants rebuilt as the widest column blocks (launch.COLUMNS_TIME_MAJOR).
 
@@ -362,7 +392,7 @@ def test_no_passes_around_the_kernels(op):
 @pytest.mark.parametrize(
     "op", ["gae", "lambda_returns", "discounted_returns", "vtrace", "retrace", "eligibility_traces"]
 )
-def test_parameter_gradients_take_no_passes(op):
+def test_parameter_gradients_take_no_passes(op, monkeypatch):
     """γ and λ one value or one a row, differentiated with the inputs: the fused backward launch sums
     their gradients (one value a row for each segment, launch.SegmentSums), so no pass over the
     per-step arrays runs around it (before the fortieth session, u was written and XLA's vjp read
@@ -371,6 +401,9 @@ def test_parameter_gradients_take_no_passes(op):
     keep u: ops._param_grads_fused). Every mode, both layouts, float32 and bfloat16 (whose float32
     state for the sums is a second forward launch, not a conversion; V-trace's forward pass writes
     its float32 state itself)."""
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed
     modes = ("done",) if op == "eligibility_traces" else cases.OPS[op].modes
     for mode in modes:
         for axis in (0, -1):
@@ -842,6 +875,7 @@ def _time_major_vector_variants():
             + _l2_order_variants()
             + _column_vector_variants()
             + _time_major_vector_variants()
+            + _trace_param_variants()
         )
     ),
     ids=lambda v: v.name,

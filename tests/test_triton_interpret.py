@@ -1131,12 +1131,15 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
     segment where γ and λ are one value or one a row, one a step where one is one a time step,
     except time-major rows there and calls with an initial value (ops._param_grads_fused: u and
     the reference's vjp, DECAY_GRAD 0). Every plan, with and without feature axes and done flags;
-    each gradient, the inputs' beside γ's and λ's, against the float64 oracle's."""
+    each gradient, the inputs' beside γ's and λ's, against the float64 oracle's. With
+    launch.FUSED_TRACE_PARAM_GRADS (off by default until timed on a GPU) on, and off for one call:
+    DECAY_GRAD 0."""
     import triton_variants
 
     from rlscan_jax._src.triton import launch
 
     op = "eligibility_traces"
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed on a GPU
     with contextlib.ExitStack() as stack:
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
@@ -1185,6 +1188,22 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
                     for k in w:
                         assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
                         cases.assert_close(g[k], w[k], np.float32, msg=f"{split} {what} d/d{k}")
+
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", False)
+    inp = cases.build(op, "done", 37, (5,), -1)
+    floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
+    ps = {k: jnp.float32(0.9) for k in ("gamma", "lambda_")}
+    launches = []
+
+    def on_off(kernel, grid, args, out_shapes, num_warps, constexprs):
+        launches.append((kernel.fn.__name__, constexprs))
+
+    def off_loss(fl, ps):
+        return sum(jnp.sum(o) for o in cases.call(inp, "triton", {**inp.args, **fl, **ps}))
+
+    with triton_variants.recording(on_off):
+        jax.eval_shape(jax.grad(off_loss, argnums=(0, 1)), floats, ps)
+    assert {c["DECAY_GRAD"] for name, c in launches if name == "linear_kernel"} == {0}
 
 
 # The fused backward's constexpr that switches on each input's gradient store (ops.SELECTIVE).

@@ -430,6 +430,12 @@ FUSED_BACKWARD = True
 # 49b4cbe): 1.11-1.52x faster with γ and λ one value or one a row, 1.13-1.50x batch-major with them
 # one a time step; time-major rows with them one a time step keep u (ops._param_grads_fused).
 FUSED_PARAM_GRADS = True
+# The same for eligibility traces (linear_kernel's DECAY_GRAD in their adjoint launch, the
+# forty-fourth session), where no initial trace is given. Checked against the float64 oracle through
+# the interpreter in every plan, and compiled for sm_90, but not yet run or timed on a GPU (the
+# session's device time ran out), so off: u and the reference's vjp, as before. To time and turn
+# on: tests/gpu_runs/s44.sh traces.
+FUSED_TRACE_PARAM_GRADS = False
 # The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
 # sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
 # resident an SM), 88 at 16. Its time-major rows scanned whole take VTRACE_ADJOINT_TIME_MAJOR_WARPS
