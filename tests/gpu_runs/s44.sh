@@ -4,22 +4,27 @@
 #      reference in s43.sh memcheck (657 and 846, vtrace-nv-131072x7-ax0-float32: log ρ = -8.0e-8
 #      at the clip's kink), now with triton_variants' log_rhos clear of the kinks, MC_S seconds;
 #   2. s41.sh grads: test_gpu.py's gradient, vmap and determinism tests, T_S seconds.
-# `s44.sh traces` (the second call): test_gpu.py's test_trace_parameter_gradients, T_S seconds, then
-# memcheck and the plain driver on the 13 calls that launch
-# linear_kernel with DECAY_GRAD (eligibility traces' γ and λ summed in their adjoint; ids from
-# `select_calls.py "linear_kernel,DECAY_GRAD=1" "linear_kernel,DECAY_GRAD=2"` on e60a35c), MC_S
-# seconds, then grad_subsets for eligibility traces new against 4529933 (s42.sh time), GS_S each.
+# `s44.sh traces` (for the next session with device time): eligibility traces' γ and λ summed in
+# their adjoint launch (linear_kernel's DECAY_GRAD, behind launch.FUSED_TRACE_PARAM_GRADS, off):
+# test_gpu.py's test_trace_parameter_gradients (which turns it on), T_S seconds, then grad_subsets
+# for eligibility traces at 4096x1024, both layouts, float32 and bfloat16, off, on, off, on in one
+# call (GS_S seconds each). Turn it on where it wins, then memcheck the calls that launch it
+# (`select_calls.py "linear_kernel,DECAY_GRAD=1" "linear_kernel,DECAY_GRAD=2"` on that tree).
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 source tests/gpu_runs/wheels.sh
 if [[ ${1:-} == traces ]]; then
-  timeout "${T_S:-60}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu tests/test_gpu.py \
+  timeout "${T_S:-120}" python3 -m pytest -q -p no:cacheprovider -n 4 -m gpu tests/test_gpu.py \
     -k test_trace_parameter_gradients > "$OUT/traces_pytest.log" 2>&1
   grep -E "passed|failed|^FAILED|^E " "$OUT/traces_pytest.log" | tail -12
-  TOOLS=memcheck JOBS=8 PLAIN_TIMEOUT=60 TOTAL_TIMEOUT=${MC_S:-110} DRIVER_ARGS="--only 767-779" \
-    bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -12
-  cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s44_traces.json"
-  OPS=eligibility_traces DTYPES=${DTYPES:-float32} GS_S=${GS_S:-80} bash tests/gpu_runs/s42.sh time 2>&1 | grep -v "^NVIDIA"
+  for v in off on off2 on2; do
+    timeout "${GS_S:-80}" python3 -c "import sys
+from rlscan_jax._src.triton import launch
+launch.FUSED_TRACE_PARAM_GRADS = sys.argv[1].startswith('on')
+from benchmarks import grad_subsets
+sys.exit(grad_subsets.main(['--ops', 'eligibility_traces', '--dtypes', 'float32,bfloat16', '--shapes', '4096x1024',
+                            '--out', sys.argv[2]]))" "$v" "$OUT/gs_traces_$v.json" 2>&1 | tail -9
+    done
   exit
 fi
 TOOLS=memcheck JOBS=2 PLAIN_TIMEOUT=90 TOTAL_TIMEOUT=${MC_S:-120} DRIVER_ARGS="--only ${IDS:-657,846}" \
