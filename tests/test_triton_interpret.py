@@ -1038,6 +1038,42 @@ RETURNS_OPS = ("gae", "lambda_returns", "discounted_returns")
 PARAM_GRAD_MODE = {"one": 2, "row": 2, "time": 1, "full": 1}
 
 
+def _param_grads_match_oracle(inp, weights, floats: dict, params: dict, msg: str) -> list:
+    """The gradients of Σ weights · outputs on "triton", with respect to the floating inputs and the
+    parameters (`params`, float64 values passed as float32), each against the float64 oracle's; the
+    launches of the traced gradient, (kernel name, constexprs), for the caller's assertions."""
+    import triton_variants
+
+    def loss(fl, ps):
+        outs = cases.call(inp, "triton", {**inp.args, **fl, **ps})
+        return sum(jnp.sum(o * jnp.asarray(w, jnp.float32)) for o, w in zip(outs, weights))
+
+    def oracle_loss(fl, ps):
+        outs = cases.call_oracle(inp, {**inp.args, **fl, **ps}, xp=jnp)
+        return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
+
+    launches = []
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        launches.append((kernel.fn.__name__, constexprs))
+
+    ps32 = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
+    grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    with triton_variants.recording(on_launch):
+        jax.eval_shape(grad, floats, ps32)
+    got = grad(floats, ps32)
+    with enable_x64():
+        want = jax.grad(oracle_loss, argnums=(0, 1))(
+            {k: np.asarray(v, np.float64) for k, v in floats.items()},
+            {k: np.asarray(v, np.float64) for k, v in params.items()},
+        )
+    for g, w in zip(got, want, strict=True):
+        for k in w:
+            assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
+            cases.assert_close(g[k], w[k], np.float32, msg=f"{msg} d/d{k}")
+    return launches
+
+
 @pytest.mark.parametrize("split", ["one-pass", *SPLITS])
 @pytest.mark.parametrize("op", [*RETURNS_OPS, "vtrace", "retrace"])
 def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
@@ -1049,7 +1085,6 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
     with the inputs' gradients beside them. Time-major rows take the op's main mode (next_values,
     truncation), batch-major rows its other (bootstrap_value); discounted returns also the mode
     with neither."""
-    import triton_variants
 
     spec = cases.OPS[op]
     modes = {0: cases.MAIN_MODE[op], -1: cases.OTHER_MODE[op]}
@@ -1069,24 +1104,7 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
                 params = {"gamma": rng.uniform(0.5, 0.99, size=shape)}
                 if spec.has_lambda:
                     params["lambda_"] = rng.uniform(0.5, 1.0, size=shape)
-
-                def loss(fl, ps, inp=inp, weights=weights):
-                    outs = cases.call(inp, "triton", {**inp.args, **fl, **ps})
-                    return sum(jnp.sum(o * jnp.asarray(w, jnp.float32)) for o, w in zip(outs, weights))
-
-                def oracle_loss(fl, ps, inp=inp, weights=weights):
-                    outs = cases.call_oracle(inp, {**inp.args, **fl, **ps}, xp=jnp)
-                    return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
-
-                launches = []
-
-                def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
-                    launches.append((kernel.fn.__name__, constexprs))
-
-                ps32 = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-                grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
-                with triton_variants.recording(on_launch):
-                    jax.eval_shape(grad, floats, ps32)
+                launches = _param_grads_match_oracle(inp, weights, floats, params, f"{op} {split} axis {axis} {form}")
                 kernel = "adjoint_kernel" if op in RETURNS_OPS else f"{op}_adjoint_kernel"
                 bwd = [c for name, c in launches if name == kernel]
                 want_mode = PARAM_GRAD_MODE[form]
@@ -1096,16 +1114,6 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
                 assert bwd and all(c["STORE_U"] == keeps_u for c in bwd), (form, bwd)
                 assert {c["GAMMA_GRAD"] for c in bwd} == {want_mode}, form
                 assert {c["LAMBDA_GRAD"] for c in bwd} == {want_mode if spec.has_lambda else 0}, form
-                got = grad(floats, ps32)
-                with enable_x64():
-                    want = jax.grad(oracle_loss, argnums=(0, 1))(
-                        {k: np.asarray(v, np.float64) for k, v in floats.items()},
-                        {k: np.asarray(v, np.float64) for k, v in params.items()},
-                    )
-                for g, w in zip(got, want, strict=True):
-                    for k in w:
-                        assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
-                        cases.assert_close(g[k], w[k], np.float32, msg=f"{op} {split} axis {axis} {form} d/d{k}")
 
 
 # Eligibility traces' calls for test_trace_parameter_gradients_in_the_fused_backward: (mode, axis,
@@ -1154,40 +1162,13 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
             for form in ("one", "row", "time"):
                 shape = [] if form == "one" else inp.param_shape(form)
                 params = {k: rng.uniform(0.5, 0.99, size=shape) for k in ("gamma", "lambda_")}
-
-                def loss(fl, ps, inp=inp, weights=weights):
-                    outs = cases.call(inp, "triton", {**inp.args, **fl, **ps})
-                    return sum(jnp.sum(o * jnp.asarray(w, jnp.float32)) for o, w in zip(outs, weights))
-
-                def oracle_loss(fl, ps, inp=inp, weights=weights):
-                    outs = cases.call_oracle(inp, {**inp.args, **fl, **ps}, xp=jnp)
-                    return sum(jnp.sum(o * w) for o, w in zip(outs, weights))
-
-                launches = []
-
-                def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs, launches=launches):
-                    launches.append((kernel.fn.__name__, constexprs))
-
-                ps32 = {k: jnp.asarray(v, jnp.float32) for k, v in params.items()}
-                grad = jax.jit(jax.grad(loss, argnums=(0, 1)))
-                with triton_variants.recording(on_launch):
-                    jax.eval_shape(grad, floats, ps32)
+                what = (mode, axis, keep_initial, form)
+                launches = _param_grads_match_oracle(inp, weights, floats, params, f"{split} {what}")
                 bwd = [c for name, c in launches if name == "linear_kernel" and c["REVERSE"]]
                 want = PARAM_GRAD_MODE[form]
                 if keep_initial or (time_major and want == 1):
                     want = 0
-                what = (mode, axis, keep_initial, form)
                 assert bwd and {c["DECAY_GRAD"] for c in bwd if c["PHASE"] != 1} == {want}, (what, bwd)
-                got = grad(floats, ps32)
-                with enable_x64():
-                    want = jax.grad(oracle_loss, argnums=(0, 1))(
-                        {k: np.asarray(v, np.float64) for k, v in floats.items()},
-                        {k: np.asarray(v, np.float64) for k, v in params.items()},
-                    )
-                for g, w in zip(got, want, strict=True):
-                    for k in w:
-                        assert g[k].shape == np.shape(w[k]) and g[k].dtype == jnp.float32, (k, g[k].shape)
-                        cases.assert_close(g[k], w[k], np.float32, msg=f"{split} {what} d/d{k}")
 
     monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", False)
     inp = cases.build(op, "done", 37, (5,), -1)
