@@ -1117,28 +1117,28 @@ def test_parameter_gradients_in_the_fused_backward(op, split, monkeypatch):
 
 
 # Eligibility traces' calls for test_trace_parameter_gradients_in_the_fused_backward: (mode, axis,
-# batch, whether the initial value is kept): time-major, batch-major and general rows, with and
-# without trailing feature axes (one decay for each group of features) and done flags.
+# batch, whether the initial value is kept): time-major rows with and without trailing feature axes
+# (one decay for each group of features), batch-major rows, general rows with feature axes, and an
+# initial value (u kept). Five calls and four plans (not fold-carry and walk-back), not every mode ×
+# layout × plan: each plan's run costs about 3 minutes of the interpreter. The done flags absent
+# ("nodone"), the other layouts and the two other plans passed the same test, 2026-12-06.
 TRACE_PARAM_CALLS = [
     ("done", 0, (5,), False),
-    ("done", -1, (5,), False),
-    ("done", 1, (2, 3), False),
     ("feat", 0, (5,), False),
-    ("feat", -1, (5,), False),
+    ("done", -1, (5,), False),
     ("feat", 1, (2, 3), False),
-    ("nodone", -1, (5,), False),
     ("feat", 0, (5,), True),
 ]
 
 
-@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
+@pytest.mark.parametrize("split", ["one-pass", "lookback", "three-launch", "columns"])
 def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
     """Eligibility traces' γ and λ gradients come from their adjoint launch itself (linear_kernel's
     DECAY_GRAD: D_t = [not done_{t-1}] u_t e_{t-1}, the gradient of γλ, from the forward pass's
     float32 traces; d γ = λ D, d λ = γ D, summed by the launcher): one value a row for each
     segment where γ and λ are one value or one a row, one a step where one is one a time step,
     except time-major rows there and calls with an initial value (ops._param_grads_fused: u and
-    the reference's vjp, DECAY_GRAD 0). Every plan, with and without feature axes and done flags;
+    the reference's vjp, DECAY_GRAD 0). Four plans, with and without feature axes;
     each gradient, the inputs' beside γ's and λ's, against the float64 oracle's. With
     launch.FUSED_TRACE_PARAM_GRADS (off by default until timed on a GPU) on, and off for one call:
     DECAY_GRAD 0."""
