@@ -160,6 +160,14 @@ def sum_segments(v: jax.Array, n: int) -> jax.Array:
     return jnp.sum(v.reshape(-1, n), axis=0) if n else jnp.zeros((0,), v.dtype)
 
 
+def param_slot(mode: int, shape: tuple[int, ...], dtype):
+    """The output slot of a parameter's gradient a kernel writes in `mode`: 0 not written, 1 one a
+    step (an array of `shape`), 2 one value a row for each segment of the plan (SegmentSums)."""
+    if mode == 2:
+        return SegmentSums(dtype)
+    return out(shape, dtype) if mode else placeholder()
+
+
 def placeholder() -> jax.ShapeDtypeStruct:
     """An output slot a kernel variant does not write (one byte)."""
     return jax.ShapeDtypeStruct((1,), jnp.int8)

@@ -389,11 +389,7 @@ def _summed_params(out: dict, sums: dict, slots, params: dict, n: int, p: dict, 
     return out
 
 
-def _param_slot(mode: int, shape: tuple[int, ...], dtype):
-    """The output slot of a parameter's gradient written in `mode` (0: not written)."""
-    if mode == 2:
-        return launch.SegmentSums(dtype)
-    return launch.out(shape, dtype) if mode else launch.placeholder()
+_param_slot = launch.param_slot
 
 
 def _param_grad(v: jax.Array, mode: int, form: int, n: int, shape: tuple[int, ...], dtype) -> jax.Array:

@@ -37,10 +37,6 @@ def _forward(
     gamma, gamma_form = launch.param(gamma, step, axis) if decay else (inputs, 0)
     lam, lam_form = launch.param(lam, step, axis) if decay else (inputs, 0)
     acc = jnp.float64 if out_dtype == jnp.float64 else jnp.float32
-    if decay_grad == 2:
-        d_slot = launch.SegmentSums(acc)
-    else:
-        d_slot = launch.out(shape, acc) if decay_grad else launch.placeholder()
     h, d = launch.scan_call(
         linear_kernel,
         op=op,
@@ -55,7 +51,7 @@ def _forward(
             launch.or_(e, inputs),
         ],
         scalars=[feat],
-        outputs=[launch.out(shape, out_dtype), d_slot],
+        outputs=[launch.out(shape, out_dtype), launch.param_slot(decay_grad, shape, acc)],
         reverse=reverse,
         f64=out_dtype == jnp.float64,
         initial=initial,
