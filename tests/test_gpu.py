@@ -264,7 +264,7 @@ TRACE_PARAM_CASES = (*((T, b, 0) for T, b in SHARED_PARAM_SHAPES), (4096, (33,),
 def test_trace_parameter_gradients(T, batch, axis, form, dtype, monkeypatch):
     from rlscan_jax._src.triton import launch
 
-    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed here
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", (0, 1, 2))  # every layout (shipped: batch-major)
     dt = np.float32 if dtype == "f32" else jnp.bfloat16
     inp = _case("eligibility_traces", "done", T, batch, axis).build(dtype=dt)
     rng = np.random.default_rng(cases.seed_of(f"traces-{T}-{batch}-{axis}-{form}-{dtype}"))

@@ -100,7 +100,7 @@ def _trace_param_variants():
         if constexprs.get("DECAY_GRAD"):
             found.setdefault(v.name, v)
 
-    saved, launch.FUSED_TRACE_PARAM_GRADS = launch.FUSED_TRACE_PARAM_GRADS, True
+    saved, launch.FUSED_TRACE_PARAM_GRADS = launch.FUSED_TRACE_PARAM_GRADS, (0, 1, 2)
     try:
         with triton_variants.recording(on_launch):
             for (T, batch, axis), (dtype, flag_dtype), gamma in itertools.product(
@@ -403,7 +403,7 @@ def test_parameter_gradients_take_no_passes(op, monkeypatch):
     its float32 state itself)."""
     from rlscan_jax._src.triton import launch
 
-    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", (0, 1, 2))  # every layout (shipped: batch-major)
     modes = ("done",) if op == "eligibility_traces" else cases.OPS[op].modes
     for mode in modes:
         for axis in (0, -1):

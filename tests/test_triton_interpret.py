@@ -1140,14 +1140,14 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
     except time-major rows there and calls with an initial value (ops._param_grads_fused: u and
     the reference's vjp, DECAY_GRAD 0). Four plans, with and without feature axes;
     each gradient, the inputs' beside γ's and λ's, against the float64 oracle's. With
-    launch.FUSED_TRACE_PARAM_GRADS (off by default until timed on a GPU) on, and off for one call:
-    DECAY_GRAD 0."""
+    launch.FUSED_TRACE_PARAM_GRADS on for every layout; off for one call (DECAY_GRAD 0); as shipped
+    (batch-major rows only, as timed), a time-major call DECAY_GRAD 0 and a batch-major one not."""
     import triton_variants
 
     from rlscan_jax._src.triton import launch
 
     op = "eligibility_traces"
-    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", True)  # off by default until timed on a GPU
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", (0, 1, 2))  # every layout (shipped: batch-major)
     with contextlib.ExitStack() as stack:
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
@@ -1170,7 +1170,7 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
                     want = 0
                 assert bwd and {c["DECAY_GRAD"] for c in bwd if c["PHASE"] != 1} == {want}, (what, bwd)
 
-    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", False)
+    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", ())
     inp = cases.build(op, "done", 37, (5,), -1)
     floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
     ps = {k: jnp.float32(0.9) for k in ("gamma", "lambda_")}
@@ -1185,6 +1185,16 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
     with triton_variants.recording(on_off):
         jax.eval_shape(jax.grad(off_loss, argnums=(0, 1)), floats, ps)
     assert {c["DECAY_GRAD"] for name, c in launches if name == "linear_kernel"} == {0}
+
+    monkeypatch.undo()  # the shipped layouts
+    for axis, want in ((-1, {2}), (0, {0})):
+        inp = cases.build(op, "done", 37, (5,), axis)
+        floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
+        launches.clear()
+        with triton_variants.recording(on_off):
+            jax.eval_shape(jax.grad(off_loss, argnums=(0, 1)), floats, ps)
+        got = {c["DECAY_GRAD"] for name, c in launches if name == "linear_kernel" and c["REVERSE"] and c["PHASE"] != 1}
+        assert got == want, (axis, got)
 
 
 # The fused backward's constexpr that switches on each input's gradient store (ops.SELECTIVE).

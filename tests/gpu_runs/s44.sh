@@ -20,7 +20,7 @@ if [[ ${1:-} == traces ]]; then
   for v in off on off2 on2; do
     timeout "${GS_S:-80}" python3 -c "import sys
 from rlscan_jax._src.triton import launch
-launch.FUSED_TRACE_PARAM_GRADS = sys.argv[1].startswith('on')
+launch.FUSED_TRACE_PARAM_GRADS = (0, 1, 2) if sys.argv[1].startswith('on') else ()
 from benchmarks import grad_subsets
 sys.exit(grad_subsets.main(['--ops', 'eligibility_traces', '--dtypes', 'float32,bfloat16', '--shapes', '4096x1024',
                             '--out', sys.argv[2]]))" "$v" "$OUT/gs_traces_$v.json" 2>&1 | tail -9

@@ -439,11 +439,13 @@ FUSED_BACKWARD = True
 # one a time step; time-major rows with them one a time step keep u (ops._param_grads_fused).
 FUSED_PARAM_GRADS = True
 # The same for eligibility traces (linear_kernel's DECAY_GRAD in their adjoint launch, the
-# forty-fourth session), where no initial trace is given. Checked against the float64 oracle through
-# the interpreter in every plan, and compiled for sm_90, but not yet run or timed on a GPU (the
-# session's device time ran out), so off: u and the reference's vjp, as before. To time and turn
-# on: tests/gpu_runs/s44.sh traces.
-FUSED_TRACE_PARAM_GRADS = False
+# forty-fourth session), where no initial trace is given, for the layouts (Geometry.layout) named
+# here; the others keep u and the reference's vjp. Timed on an H100 (tests/gpu_runs/README.md,
+# forty-fifth session: 4096x1024, γ and λ one value, differentiated alone, two A/B pairs in one
+# call): batch-major float32 45.5/45.9 -> 41.9/41.8 µs (1.09x); time-major float32 64.0/63.8 ->
+# 70.0/70.2 µs (0.91x), bfloat16 71.8/72.2 -> 72.3/71.8 (1.00x). So batch-major rows only; layout 2
+# (time between other axes) is untimed and keeps u.
+FUSED_TRACE_PARAM_GRADS = (1,)
 # The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
 # sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
 # resident an SM), 88 at 16. Its time-major rows scanned whole take VTRACE_ADJOINT_TIME_MAJOR_WARPS

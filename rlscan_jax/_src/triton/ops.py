@@ -131,15 +131,16 @@ def _param_grads_fused(op: str, x: dict, p: dict, axis: int, wrt: frozenset) -> 
     with γ and λ one value each, differentiated alone (4096x1024 float32 on an H100, 2026-12-06:
     V-trace 1.55x time-major, 1.89x batch-major; Retrace 1.37x, 1.69x), not one a time step.
     Eligibility traces take the returns' rule too (their adjoint launch, linear_kernel's
-    DECAY_GRAD) with launch.FUSED_TRACE_PARAM_GRADS (off until timed), where no initial trace is
-    given: its gradient's edge term keeps u."""
+    DECAY_GRAD) in the layouts of launch.FUSED_TRACE_PARAM_GRADS (batch-major rows, as timed),
+    where no initial trace is given: its gradient's edge term keeps u."""
     if op in _PARAM_GRADS:
         return True
     if op == "eligibility_traces":  # with no initial value (e_{-1} = 0: kernels/linear.py)
-        if not (launch.FUSED_PARAM_GRADS and launch.FUSED_TRACE_PARAM_GRADS) or x.get("initial") is not None:
+        layout = launch.geometry(x["inputs"].shape, axis).layout
+        if not launch.FUSED_PARAM_GRADS or layout not in launch.FUSED_TRACE_PARAM_GRADS or x.get("initial") is not None:
             return False
         step = (x["inputs"] if x.get("done") is None else x["done"]).shape
-        if launch.geometry(x["inputs"].shape, axis).layout != 0:
+        if layout != 0:
             return True
         return all(launch.param(v, step, axis % len(step))[1] in (0, 3) for v in p.values())
     if op in _PARAM_GRADS_OFFPOLICY:
