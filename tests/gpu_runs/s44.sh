@@ -4,8 +4,8 @@
 #      reference in s43.sh memcheck (657 and 846, vtrace-nv-131072x7-ax0-float32: log ρ = -8.0e-8
 #      at the clip's kink), now with triton_variants' log_rhos clear of the kinks, MC_S seconds;
 #   2. s41.sh grads: test_gpu.py's gradient, vmap and determinism tests, T_S seconds.
-# `s44.sh traces` (for the next session with device time): eligibility traces' γ and λ summed in
-# their adjoint launch (linear_kernel's DECAY_GRAD, behind launch.FUSED_TRACE_PARAM_GRADS, off):
+# `s44.sh traces` (ran in the forty-fifth session; README): eligibility traces' γ and λ summed in
+# their adjoint launch (linear_kernel's DECAY_GRAD, behind launch.FUSED_TRACE_PARAM_GRADS, then off):
 # test_gpu.py's test_trace_parameter_gradients (which turns it on), T_S seconds, then grad_subsets
 # for eligibility traces at 4096x1024, both layouts, float32 and bfloat16, off, on, off, on in one
 # call (GS_S seconds each). Turn it on where it wins, then memcheck the calls that launch it
