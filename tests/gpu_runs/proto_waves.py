@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rlscan_jax
-from benchmarks import devicetime
+from benchmarks import devicetime, run
 
 SHAPES = ((1024, 4096), (512, 16384), (4096, 1024))  # [T, N], time-major
 WAVES = (1, 2, 4, 8)
@@ -98,9 +98,9 @@ def main(argv):
                 rows.append(row)
                 share = ", ".join(f"{name} {us:.1f}" for name, us in sorted(by.items(), key=lambda kv: -kv[1]))
                 print(f"{op:20s} [{t},{n}] waves {k}: {row['device_us']:7.1f} us  ({share})", flush=True)
-    if len(argv) > 1:
+    if len(argv) > 1:  # the run of 2026-12-06 wrote the rows alone; its call's other files have the header
         with open(argv[1], "w") as fh:
-            json.dump(rows, fh, indent=1)
+            json.dump({"header": run.environment(), "rows": rows}, fh, indent=1)
     return 0
 
 
