@@ -1170,31 +1170,27 @@ def test_trace_parameter_gradients_in_the_fused_backward(split, monkeypatch):
                     want = 0
                 assert bwd and {c["DECAY_GRAD"] for c in bwd if c["PHASE"] != 1} == {want}, (what, bwd)
 
-    monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", ())
-    inp = cases.build(op, "done", 37, (5,), -1)
-    floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
     ps = {k: jnp.float32(0.9) for k in ("gamma", "lambda_")}
     launches = []
 
-    def on_off(kernel, grid, args, out_shapes, num_warps, constexprs):
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
         launches.append((kernel.fn.__name__, constexprs))
 
-    def off_loss(fl, ps):
+    def loss(fl, ps):
         return sum(jnp.sum(o) for o in cases.call(inp, "triton", {**inp.args, **fl, **ps}))
 
-    with triton_variants.recording(on_off):
-        jax.eval_shape(jax.grad(off_loss, argnums=(0, 1)), floats, ps)
-    assert {c["DECAY_GRAD"] for name, c in launches if name == "linear_kernel"} == {0}
-
-    monkeypatch.undo()  # the shipped layouts
-    for axis, want in ((-1, {2}), (0, {0})):
+    # Off: no DECAY_GRAD; as shipped (batch-major rows only): a batch-major call sums, a time-major one not.
+    for layouts, axis, want in (((), -1, {0}), (None, -1, {2}), (None, 0, {0})):  # None: as shipped
+        monkeypatch.undo()
+        if layouts is not None:
+            monkeypatch.setattr(launch, "FUSED_TRACE_PARAM_GRADS", layouts)
         inp = cases.build(op, "done", 37, (5,), axis)
         floats = {k: jnp.asarray(inp.args[k]) for k in inp.float_names()}
         launches.clear()
-        with triton_variants.recording(on_off):
-            jax.eval_shape(jax.grad(off_loss, argnums=(0, 1)), floats, ps)
+        with triton_variants.recording(on_launch):
+            jax.eval_shape(jax.grad(loss, argnums=(0, 1)), floats, ps)
         got = {c["DECAY_GRAD"] for name, c in launches if name == "linear_kernel" and c["REVERSE"] and c["PHASE"] != 1}
-        assert got == want, (axis, got)
+        assert got == want, (layouts, axis, got)
 
 
 # The fused backward's constexpr that switches on each input's gradient store (ops.SELECTIVE).

@@ -312,7 +312,7 @@ def linear_scan(x, p, *, axis, reverse, out_dtype, store_h):
         decay = p["decay"]
         b, b_form = launch.param(decay, shape, axis)
         db_mode = _param_mode(b_form) if "decay" in grads else 0
-        db = _param_slot(db_mode, shape, jnp.float64 if f64 else jnp.float32)
+        db = launch.param_slot(db_mode, shape, jnp.float64 if f64 else jnp.float32)
     else:
         b, b_form = x["b"], 1
         db_mode = int("b" in grads)
@@ -377,7 +377,7 @@ def _param_sums(params: dict, grads: dict) -> dict:
 
 def _param_slots(sums: dict, shape: tuple[int, ...], dtype) -> list:
     """The output slots of the parameters' gradients, in `sums`' order (`_param_sums`)."""
-    return [_param_slot(mode, shape, dtype) for mode in sums.values()]
+    return [launch.param_slot(mode, shape, dtype) for mode in sums.values()]
 
 
 def _summed_params(out: dict, sums: dict, slots, params: dict, n: int, p: dict, grads: dict) -> dict:
@@ -387,9 +387,6 @@ def _summed_params(out: dict, sums: dict, slots, params: dict, n: int, p: dict, 
         if mode:
             out[k] = _param_grad(v, mode, params[k][1], n, p[k].shape, grads[k])
     return out
-
-
-_param_slot = launch.param_slot
 
 
 def _param_grad(v: jax.Array, mode: int, form: int, n: int, shape: tuple[int, ...], dtype) -> jax.Array:
