@@ -8,6 +8,8 @@
 # their adjoint PHASE 2 ([4, 256] blocks, 4 warps; 46 registers with DECAY_GRAD, 32 without) capped
 # by SPLIT_REGISTERS. grad_subsets "params" at 4096x1024 time-major float32, one process each
 # (GS_S seconds): sums off; on uncapped; on at 40 (8 B of spill, sm_90 here); on at 32 (84 B).
+# Ran in the forty-sixth session (H100): off 63.5/64.2 us, uncapped 69.9/69.6, 40: 75.7, 32: 78.8; closed
+# (tune_h200.md, run 30).
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 source tests/gpu_runs/wheels.sh

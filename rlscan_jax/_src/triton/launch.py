@@ -444,7 +444,9 @@ FUSED_PARAM_GRADS = True
 # forty-fifth session: 4096x1024, γ and λ one value, differentiated alone, two A/B pairs in one
 # call): batch-major float32 45.5/45.9 -> 41.9/41.8 µs (1.09x); time-major float32 64.0/63.8 ->
 # 70.0/70.2 µs (0.91x), bfloat16 71.8/72.2 -> 72.3/71.8 (1.00x). So batch-major rows only; layout 2
-# (time between other axes) is untimed and keeps u.
+# (time between other axes) is untimed and keeps u. Time-major PHASE 2 holds 46 registers with
+# the sums against 32 without; capping it (SPLIT_REGISTERS) at 40 or 32 was slower still, 75.7 and
+# 78.8 µs against 69.8 uncapped and 63.9 off (forty-sixth session, H100).
 FUSED_TRACE_PARAM_GRADS = (1,)
 # The off-policy adjoints hold more registers than their forward passes (benchmarks.kernel_resources,
 # sm_90, triton 3.9). V-trace's in [128, 16] time-major blocks: 158 a thread at 8 warps (8 warps
