@@ -152,10 +152,11 @@ def aligned_pointers(types: Sequence[str]) -> dict:
     return {(i,): [["tt.divisibility", 16]] for i, t in enumerate(types) if t.startswith("*")}
 
 
-def compile_sm90(launch) -> object:
+def compile_sm90(launch, options: dict | None = None) -> object:
     """One launch's kernel (anything with `kernel`, `constexprs`, `types` and `num_warps`: a
     Launch, a triton_variants variant) compiled for sm_90 as jax-triton compiles it: pointers
-    16-byte aligned, the launch's register cap where it has one."""
+    16-byte aligned, the launch's register cap where it has one, fp fusion on (`options`, for a
+    test's control compile, replaces those compile options)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     from triton.compiler import compile as compile_kernel
@@ -168,7 +169,8 @@ def compile_sm90(launch) -> object:
     signature = dict(zip(params, launch.types, strict=True))
     signature.update({k: "constexpr" for k in constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=aligned_pointers(launch.types))
-    options = plans.compile_options(launch.num_warps, constexprs)  # maxnreg where the launch caps it
+    if options is None:
+        options = plans.compile_options(launch.num_warps, constexprs)  # maxnreg where the launch caps it
     return compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 

@@ -65,11 +65,11 @@ def _stand_in(with_target_argument: bool = True) -> types.ModuleType:
 
 
 def _cuda_options():
-    """The options triton's CUDA backend makes of jax-triton's (num_warps only here)."""
+    """The options triton's CUDA backend makes of jax-triton's (num_warps and fp fusion here)."""
     from triton.backends.compiler import GPUTarget
     from triton.backends.nvidia.compiler import CUDABackend
 
-    return CUDABackend(GPUTarget("cuda", 90, 32)).parse_options({"num_warps": 4})
+    return CUDABackend(GPUTarget("cuda", 90, 32)).parse_options({"num_warps": 4, "enable_fp_fusion": True})
 
 
 @pytest.fixture

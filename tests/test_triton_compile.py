@@ -891,3 +891,26 @@ def test_compiles_for_sm90(variant):
     # (common.vector_order), and scan forward too (run 22).
     scans = re.findall(r'"tt\.scan"[^\n]*', compiled.asm["ttgir"])
     assert not [s for s in scans if "reverse = true" in s], variant.name
+
+
+def test_compiles_with_fp_fusion_whatever_tritons_default(monkeypatch):
+    """jax-triton's triton_call compiles with enable_fp_fusion=True (0.3 and 0.4 alike): the PTX
+    leaves float multiplies and adds free to contract (mul.f32, add.f32), and ptxas makes the
+    scan's a + b·h one fma. The ahead-of-time compiles above (and kernel_resources) must compile
+    the same code where triton's own default is off (triton 3.9 warns that 3.10 turns it off),
+    when a multiply or add is rounded on its own (mul.rn.f32). A control compile without the
+    option shows that the default really is off here."""
+    from triton import knobs
+
+    from benchmarks.kernel_resources import compile_sm90
+
+    variant = next(v for v in VARIANTS if v.kernel.fn.__name__ == "gae_kernel" and not dict(v.constexprs)["F64"])
+    lang = getattr(knobs, "language", None)
+    if lang is not None and hasattr(lang, "default_fp_fusion"):  # triton >= 3.9
+        monkeypatch.setattr(lang, "default_fp_fusion", False)
+        monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+        control = compile_sm90(variant, options={"num_warps": variant.num_warps}).asm["ptx"]
+        assert "mul.rn.f32" in control and "mul.f32" not in control
+    ptx = compile_sm90(variant).asm["ptx"]
+    assert "mul.f32" in ptx and "add.f32" in ptx
+    assert "mul.rn.f32" not in ptx and "add.rn.f32" not in ptx

@@ -85,7 +85,7 @@ def hashes(root: str, kernels: frozenset[str] = frozenset()) -> dict[str, str]:
         signature.update({k: "constexpr" for k in constexprs})
         src = ASTSource(fn=v.kernel, signature=signature, constexprs=constexprs)
         cap = constexprs.get("MAXNREG")  # launch.compile_options, written out: `root` may predate it
-        options = {"num_warps": v.num_warps, **({"maxnreg": cap} if cap else {})}
+        options = {"num_warps": v.num_warps, "enable_fp_fusion": True, **({"maxnreg": cap} if cap else {})}
         ptx = compile_kernel(src, target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
         out[f"{stable_name(v.name)} warps={v.num_warps}"] = hashlib.sha256(normalized(ptx).encode()).hexdigest()
     return out

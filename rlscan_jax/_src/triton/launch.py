@@ -133,6 +133,7 @@ def call(
             num_warps=num_warps,
             num_stages=1,
             compute_capability=COMPUTE_CAPABILITY,
+            enable_fp_fusion=True,  # jax-triton's default (0.3, 0.4), said here: compile_options
             **extra,
             **constexprs,
         )
@@ -140,11 +141,13 @@ def call(
 
 
 def compile_options(num_warps: int, constexprs: dict) -> dict:
-    """triton's compile options for a launch as `call` makes it: num_warps, and maxnreg where the
-    launch caps registers (custom_call.MAX_REGISTERS_PARAM > 0). For compiling variants ahead of
-    time (tests, kernel_resources) as the GPU compiles them."""
+    """triton's compile options for a launch as `call` makes it: num_warps, maxnreg where the
+    launch caps registers (custom_call.MAX_REGISTERS_PARAM > 0), and floating-point fusion on (a·b + c
+    free to become one fma), as `call` asks jax-triton (also its default, 0.3 and 0.4). For
+    compiling variants ahead of time (tests, kernel_resources) as the GPU compiles them: left
+    unset, fusion would follow triton's own default, which triton 3.9 says turns off in 3.10."""
     cap = constexprs.get(custom_call.MAX_REGISTERS_PARAM, 0)
-    return {"num_warps": num_warps, **({"maxnreg": cap} if cap else {})}
+    return {"num_warps": num_warps, "enable_fp_fusion": True, **({"maxnreg": cap} if cap else {})}
 
 
 class SegmentSums(NamedTuple):
