@@ -21,6 +21,9 @@ and the split are left out, the same for both), h_t = a_t + b_t · h_{t-1} with 
 float32. Prints the median device µs (the L2 flushed before each window) and the rate against a
 plain copy kernel of the same bytes, and checks every output against a float64 numpy scan.
 Usage: python tests/gpu_runs/proto_rows.py [OUT.json]   (CPU: TRITON_INTERPRET=1, small)
+
+Run once (2026-12-07, an H100; tune_h200.md, run 31): copy 7.04 µs, the shipped form 14.18, K = 2
+11.55, K = 4 10.59, K = 8 9.34 (1.52×). Not yet built into the kernels.
 """
 
 from __future__ import annotations
