@@ -18,12 +18,15 @@ K = 4 200 and 156.
 
 Both kernels scan each block of BLOCK steps on its own (no carry between programs: the look-back
 and the split are left out, the same for both), h_t = a_t + b_t · h_{t-1} with b = 0 a reset,
-float32. Prints the median device µs (the L2 flushed before each window) and the rate against a
-plain copy kernel of the same bytes, and checks every output against a float64 numpy scan.
+float32. Prints the median device µs (the L2 flushed before each window) of each, and of a plain
+copy kernel (2 arrays in, 2 out: 4/3 of a scan's bytes), and checks every output against a
+float64 numpy scan (the copy against its input).
 Usage: python tests/gpu_runs/proto_rows.py [OUT.json]   (CPU: TRITON_INTERPRET=1, small)
 
 Run once (2026-12-07, an H100; tune_h200.md, run 31): copy 7.04 µs, the shipped form 14.18, K = 2
-11.55, K = 4 10.59, K = 8 9.34 (1.52×). Not yet built into the kernels.
+11.55, K = 4 10.59, K = 8 9.34 (1.52×). Not yet built into the kernels. That run's file
+(`2026-12-07-h100-s47-proto-rows.json`) predates the header of `benchmarks.run.environment`: it
+names the device, jax and triton; the date and jax-triton are in tests/gpu_runs/README.md.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
+from benchmarks import devicetime, run
 from rlscan_jax._src import dispatch
 from rlscan_jax._src.triton import launch
 from rlscan_jax._src.triton.kernels import common
@@ -144,8 +148,6 @@ def main(argv):
             err = float(np.max(np.abs(got[0] - want)) / np.max(np.abs(want)))
         row = {"variant": name, "T": t, "C": c, "block": block, "num_warps": warps, "max_err": err}
         if not interpret:
-            from benchmarks import devicetime
-
             flush = devicetime.cache_flush(256 << 20)
             s = devicetime.run([devicetime.Job("w", lambda f=f: f(ja, jb), WINDOWS)], before_window=flush)
             totals = [sum(d for _, d, _ in w) for w in s.windows["w"]]
@@ -155,8 +157,7 @@ def main(argv):
     bad = [r["variant"] for r in rows if not r["max_err"] <= 1e-5]
     if len(argv) > 1:
         with open(argv[1], "w") as fh:
-            header = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "triton": triton.__version__}
-            json.dump({"header": header, "rows": rows}, fh, indent=1)
+            json.dump({"header": run.environment(), "rows": rows}, fh, indent=1)
     if bad:
         print("FAILED the oracle:", bad)
     return 1 if bad else 0

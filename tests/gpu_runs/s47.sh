@@ -11,12 +11,11 @@
 #          columns, against the shipped block's layout and a copy (block-local scans only);
 #   first (any GPU): the owed check of the explicit enable_fp_fusion=True (test_gpu.py's
 #          oracle and register-cap tests, TEST_S seconds), proto, then one pair of graphs;
-#   second (any GPU): proto, then graphs with PAIRS pairs (default 1);
 #   h200 (an H200): s39.sh h200, carried over since the thirty-ninth session.
 # Ran in the forty-seventh session (an H100; tests/gpu_runs/README.md): first (326 passed; proto
 # 1.23-1.52x; the flag's in-jit pair median 1.02x) and verify at RUN_S=470 (2300 passed, 0 failed,
 # cut at 92 %). h200 not run: no H200 was lent.
-what=${1:?usage: s47.sh verify, first, graphs, proto, second or h200}
+what=${1:?usage: s47.sh verify, first, graphs, proto or h200}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 case "$what" in
@@ -31,9 +30,6 @@ case "$what" in
   proto)
     source tests/gpu_runs/wheels.sh
     timeout "${PROTO_S:-120}" python3 tests/gpu_runs/proto_rows.py "$OUT/proto_rows.json" 2>&1 | grep -v Warning | tail -8;;
-  second)
-    bash tests/gpu_runs/s47.sh proto
-    PAIRS=${PAIRS:-1} bash tests/gpu_runs/s47.sh graphs;;
   graphs)
     source tests/gpu_runs/wheels.sh
     for i in $(seq "${PAIRS:-2}"); do
