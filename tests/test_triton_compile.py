@@ -725,6 +725,53 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
+def _thread_runs_layouts(ttgir: str) -> list[str]:
+    """The layouts of the [VEC, R, BB] views of blocks in thread order (`common._runs`) in TTGIR."""
+    layouts = dict(re.findall(r"^(#\w+) = (#ttg\.blocked<.*>)$", ttgir, re.M))
+    return [layouts[name] for name in re.findall(r"tt\.reshape .* -> tensor<\d+x\d+x\d+xf\d+, (#\w+)>", ttgir)]
+
+
+@pytest.mark.parametrize("op", ["gae", "retrace", "episodic_cumsum"])
+def test_time_major_rows_in_thread_order(op):
+    """Split time-major rows of few columns (launch.THREAD_STEPS_TIME_MAJOR, 4): at 8 × 131072 the
+    look-back launches of the op's value and gradient take VEC > 1, at most the rows a thread holds
+    (its block's elements over its threads and CVEC columns). Compiled for sm_90, every [VEC, R, BB]
+    view of their blocks lays the VEC steps of a run out in one thread's registers (one thread and one
+    warp along that axis), so that `common.scan` scans along a run without shuffles. Time-major rows
+    scanned whole (128 steps) keep VEC 1."""
+    from benchmarks.kernel_resources import compile_sm90
+    from rlscan_jax._src.triton import launch
+
+    assert launch.THREAD_STEPS_TIME_MAJOR == 4
+    launches = []
+
+    def on_launch(kernel, grid, args, out_shapes, num_warps, constexprs):
+        if "BT" in constexprs:
+            launches.append(triton_variants.variant(kernel, args, out_shapes, num_warps, constexprs))
+
+    mode = {"episodic_cumsum": "rev-init"}.get(op, cases.MAIN_MODE[op])
+    inp = cases.build(op, mode, 131072, (8,), 0, dtype=np.float32)
+
+    def loss(a):
+        return sum(jnp.sum(o.astype(jnp.float32)) for o in cases.call(inp, "triton", {**inp.args, **a}))
+
+    with triton_variants.recording(on_launch):
+        jax.eval_shape(jax.grad(loss), {k: inp.args[k] for k in inp.float_names()})
+    assert len(launches) >= 2, launches  # the forward pass and the adjoint
+    for v in launches:
+        c = dict(v.constexprs)
+        assert c["PHASE"] == 3 and c["LAYOUT"] == 0 and c["VEC"] > 1, v.name
+        assert c["VEC"] <= c["BT"] * c["BB"] // (32 * v.num_warps * c["CVEC"]), v.name
+        views = _thread_runs_layouts(compile_sm90(v).asm["ttgir"])
+        assert views, v.name
+        for layout in views:
+            threads = re.search(r"threadsPerWarp = \[(\d+),", layout).group(1)
+            warps = re.search(r"warpsPerCTA = \[(\d+),", layout).group(1)
+            assert (threads, warps) == ("1", "1"), (v.name, layout)
+    whole = _forward_launches(op, 128, 4096, np.float32, axis=0)
+    assert {(c["LAYOUT"], c["VEC"]) for *_, c in whole} == {(0, 1)}, whole
+
+
 def test_many_time_major_columns_of_short_rows_take_narrower_blocks():
     """Time-major rows of up to 128 steps scanned whole: blocks of MIN_ROWS_TIME_MAJOR_WHOLE_MANY
     columns from MANY_ROWS_TIME_MAJOR columns on (run 16), MIN_ROWS_TIME_MAJOR_WHOLE below and for

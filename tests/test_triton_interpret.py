@@ -34,6 +34,9 @@ def interpreter():
 
 
 SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "walk-back"]
+# Time-major rows in thread order (launch.THREAD_STEPS_TIME_MAJOR): the look-back in blocks of 8 steps
+# at 4 a thread (2 runs a block), the three-launch split at 2 a thread (4 runs).
+THREAD_SPLITS = ["thread-lookback", "thread-split"]
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -88,7 +91,12 @@ def _tiny_blocks(monkeypatch, split):
     with monkeypatch.context() as m:
         for name, value in TINY.items():
             m.setattr(launch, name, value)
-        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split == "lookback" else 0)
+        m.setattr(launch, "LOOKBACK_FOLD", 1000 if split in ("lookback", "thread-lookback") else 0)
+        if split in THREAD_SPLITS:
+            m.setattr(launch, "SPLIT_BT_TIME_MAJOR", 8)
+            m.setattr(launch, "WARP_THREADS", 1)  # a block of 8 × 2 at one warp: 16 rows "a thread"
+            m.setattr(launch, "THREAD_STEPS_TIME_MAJOR", 4 if split == "thread-lookback" else 2)
+            m.setattr(launch, "BLOCK_ELEMS", 8 if split == "thread-lookback" else 32)  # the split: [8, 4] blocks
         if split == "columns":
             for name, value in COLUMNS.items():
                 m.setattr(launch, name, value)
@@ -103,7 +111,7 @@ def _tiny_blocks(monkeypatch, split):
     _clear_caches()
 
 
-@pytest.fixture(params=SPLITS)
+@pytest.fixture(params=SPLITS + THREAD_SPLITS)
 def tiny_blocks(monkeypatch, request):
     with _tiny_blocks(monkeypatch, request.param):
         yield
@@ -200,6 +208,24 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
             # time-major: 1 block of 4 rows, 19 chunks of 2 steps in 5 segments of 4 chunks (the last
             # one past the row's end); batch-major: 2 blocks of 2 rows, 10 chunks of 4 in 3 segments
             assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
+
+
+@pytest.mark.parametrize("split", THREAD_SPLITS)
+@pytest.mark.parametrize("op", list(cases.OPS))
+def test_thread_order_in_time_major_rows(monkeypatch, op, split):
+    """THREAD_SPLITS: every launch of a time-major op, forward and backward, takes its rows in thread
+    order, VEC = 4 steps a thread in the look-back and 2 in the three-launch split (carry_kernel
+    aside), and the outputs and the gradients match; rows with the time axis last keep VEC 1."""
+    want = 4 if split == "thread-lookback" else 2
+    with _tiny_blocks(monkeypatch, split):
+        seen = _spy_launches(monkeypatch, "LAYOUT", "VEC")
+        for axis, vec in ((0, want), (-1, 1)):
+            seen.clear()
+            inp = _case(op, cases.MAIN_MODE[op], 37, (3,), axis).build()
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=f"{split} {axis}")
+            _check_gradients_in(inp, jnp.float32, f"{split} {axis}")
+            got = {(layout == 0, v) for name, layout, v, _ in seen if name != "carry_kernel"}
+            assert got == {(axis == 0, vec)}, seen
 
 
 @pytest.mark.parametrize("op", list(cases.OPS))
@@ -554,7 +580,7 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS, *THREAD_SPLITS])
 @pytest.mark.parametrize("case", GRAD_CASES, ids=str)
 def test_gradients_match_reference(case, split, monkeypatch):
     """Gradients w.r.t. every floating input, gamma and lambda_ as traced scalars included."""

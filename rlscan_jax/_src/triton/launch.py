@@ -413,6 +413,19 @@ ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 TIME_MAJOR_CVEC = 8
 MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
+# Time-major rows split into chunks (the look-back, the three-launch split) in blocks of at most
+# THREAD_STEPS_MAX_COLUMNS columns: the kernels take VEC up to THREAD_STEPS_TIME_MAJOR consecutive steps
+# a thread, at most the rows a thread holds (BT·BB over the threads and their CVEC columns), the
+# block's rows in thread order (common.thread_order; 1 turns this off). Triton gives a thread of a
+# time-major block one step of CVEC columns, so scanning along time crossed lanes and warps for
+# every element: sm_90 PTX of a [1024, 8] block at 8 warps has 320 shuffles; with 4 steps a thread
+# scanned in registers, 200 (tune_h200.md, run 31: block-local scans 1.34x faster at K = 4, 1.52x
+# at 8, on an H100). Run 32 (8 x 131072 time-major, an H100, device time against 1): 1.03-1.24x
+# forward, 1.26-1.59x fwd+bwd for the seven ops of the look-back (V-trace's split holds one row a
+# thread: unchanged); 8 steps at 4 warps (MAX_WARPS_TIME_MAJOR_CVEC) 0.63-0.96x against 4 at 8.
+THREAD_STEPS_TIME_MAJOR = 4
+THREAD_STEPS_MAX_COLUMNS = 16
+WARP_THREADS = 32  # _thread_steps' threads a warp (the interpreter's tests take 1: blocks of a few steps)
 # Split rows of few blocks: where a split's programs (row blocks times chunks) would come to fewer
 # than SPLIT_FILL_PROGRAMS, its blocks are halved along time until they do, down to blocks of
 # SPLIT_FILL_MIN_ELEMS elements (0: off). Without it a row of 65536 steps split in 32 programs of
@@ -759,7 +772,8 @@ def fold_rounds(p: Plan) -> int:
 
 def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
-    the look-back (`narrow`: rows of 16-bit inputs); else 1.
+    the look-back (`narrow`: rows of 16-bit inputs); for time-major blocks of few columns the steps
+    a thread scans in registers (_thread_steps); else 1.
 
     With VEC_THREAD_STEPS, in blocks of several rows: at most the steps a thread holds (BT·BB over
     the block's threads), but not below 4, so that a thread reverses whole runs of VEC steps in
@@ -770,12 +784,27 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     487 → 438. Blocks of one row keep VEC: there that cut 12-24 shuffles more but timed 0.95-1.05x
     (run 22b).
     """
+    if g.layout == 0 and p.BB <= THREAD_STEPS_MAX_COLUMNS and (p.lookback or p.nseg * p.cps > 1):
+        return _thread_steps(g, p)
     vec = _row_vector(g, narrow)
     if vec == 1 or (p.lookback and not VECTOR_LOOKBACK) or p.BT < max(VEC_MIN_BT, vec):
         return 1
     if VEC_THREAD_STEPS and p.BB > 1:
         return min(vec, max(4, p.BT * p.BB // (32 * p.num_warps)))
     return vec
+
+
+def _thread_steps(g: Geometry, p: Plan) -> int:
+    """The steps a thread of a time-major block scans in registers (THREAD_STEPS_TIME_MAJOR): the
+    widest power of two up to it and to the rows a thread holds; 1 where that is below 2. A thread
+    holds CVEC columns of a row, or where N is a multiple of 16 (aligned rows, which jax-triton
+    tells the compiler of) as many as a 16-byte load takes: at most 8 counted (16-bit inputs)."""
+    cols = p.cvec if p.cvec > 1 else (min(p.BB, 8) if g.N % 16 == 0 else 1)
+    rows = p.BT * p.BB // (WARP_THREADS * p.num_warps * cols)
+    k = THREAD_STEPS_TIME_MAJOR
+    while k > 1 and (k > rows or k > p.BT):
+        k //= 2
+    return max(k, 1)
 
 
 def _row_vector(g: Geometry, narrow: bool = False) -> int:

@@ -151,7 +151,7 @@ def adjoint_kernel(
             b_l_p = common.load_param(p_lam, off - ts, m_p, LAMBDA_FULL, F64, o_t - 1, o_n, N, T)
             b_b = b_g_p * b_l_p
         # Nothing enters at t = 0 (the forward pass starts from zero at T-1).
-        A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
+        A, B = common.scan(b_gh, b_b, common.edge(o_t, o_n, 0) | done_p, m, False, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
@@ -193,7 +193,7 @@ def adjoint_kernel(
                 b_dv = tl.zeros_like(u)
                 if not HAS_NEXT:
                     # u_{t-1}: the row before in the block, and the carry across the chunk's start.
-                    u_p = common.previous(u, tl.zeros_like(u) + ch[None, :], m)
+                    u_p = common.previous(u, tl.zeros_like(u) + ch[None, :], m, False, VEC, LAYOUT)
                     b_dv = tl.where(m_p, _bootstrap_grad(u_p, term_p, done_p, b_g_p, b_l_p, KIND), 0.0)
                 if KIND == 0:
                     b_dv -= u
@@ -337,7 +337,7 @@ def linear_adjoint_kernel(
             t_edge = T - 1
         # b of the step the adjoint comes from; 0 (nothing enters) where there is none.
         b_b = common.load_param(p_b, off + d, m_next, B_FULL, F64, o_t + dt, o_n, N, T)
-        A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC)
+        A, B = common.scan(common.load(p_g, off, m, F64), b_b, m & False, m, REVERSE, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, REVERSE, F64, BT, KP, FENCE

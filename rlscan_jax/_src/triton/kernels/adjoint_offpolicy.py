@@ -48,9 +48,9 @@ def _dmin(x, c):
 
 
 @triton.jit
-def _previous(u, ch, m):
+def _previous(u, ch, m, VEC: tl.constexpr, LAYOUT: tl.constexpr):
     """u_{t-1} [BT, BB]: the row before in the block, and the carry `ch` across the chunk's start."""
-    return common.previous(u, tl.zeros_like(u) + ch[None, :], m)
+    return common.previous(u, tl.zeros_like(u) + ch[None, :], m, False, VEC, LAYOUT)
 
 
 @triton.jit
@@ -157,7 +157,7 @@ def vtrace_adjoint_kernel(
                 common.load_param(p_pg_clip, off - ts, m_p, PG_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
             ) * common.load(p_g2, off - ts, m_p, F64)  # π_{t-1} g2_{t-1}
             b_gh += tl.where(m_p & ~done_p, b_g_p * b_pgw_p, 0.0)
-        A, B = common.scan(b_gh, b_g_p * b_c_p, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
+        A, B = common.scan(b_gh, b_g_p * b_c_p, common.edge(o_t, o_n, 0) | done_p, m, False, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
@@ -240,7 +240,7 @@ def vtrace_adjoint_kernel(
                     b_ru_p = tl.minimum(
                         common.load_param(p_rho_clip, off - ts, m_p, RHO_CLIP_FULL, F64, o_t - 1, o_n, N, T), b_rho_p
                     )
-                    b_k_p = b_ru_p * _previous(u, ch, m)
+                    b_k_p = b_ru_p * _previous(u, ch, m, VEC, LAYOUT)
                     if HAS_G2:
                         b_k_p += tl.where(done_p, b_pgw_p, 0.0)
                     b_dv += tl.where(m_p & ~term_p, b_g_p * b_k_p, 0.0)
@@ -333,7 +333,9 @@ def retrace_adjoint_kernel(
         c_clip = common.load_param(p_c_clip, off, m, C_CLIP_FULL, F64, o_t, o_n, N, T)
         b_lam = common.load_param(p_lam, off, m, LAMBDA_FULL, F64, o_t, o_n, N, T)
         b_c = b_lam * tl.minimum(c_clip, b_rho)
-        A, B = common.scan(common.load(p_g, off, m, F64), b_g_p * b_c, common.edge(o_t, o_n, 0) | done_p, m, False, VEC)
+        A, B = common.scan(
+            common.load(p_g, off, m, F64), b_g_p * b_c, common.edge(o_t, o_n, 0) | done_p, m, False, VEC, LAYOUT
+        )
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, False, F64, BT, KP, FENCE
@@ -349,7 +351,7 @@ def retrace_adjoint_kernel(
                 b_g = common.load_param(p_gamma, off, m, GAMMA_FULL, F64, o_t, o_n, N, T)
                 common.store(p_dnv, off, tl.where(term, 0.0, b_g * u), m, STREAM)
             if DQ or DLR or LAMBDA_GRAD:
-                b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m), 0.0)
+                b_s = tl.where(m_p & ~done_p, b_g_p * _previous(u, ch, m, VEC, LAYOUT), 0.0)
             if DQ:
                 common.store(p_dq, off, -(b_c * b_s), m, STREAM)
             if DLR or LAMBDA_GRAD:

@@ -47,16 +47,18 @@ def combine_next(h1, s1, k1, h2, s2, k2):
 
 
 @triton.jit
-def previous(x, first, m, VEC: tl.constexpr = 1):
+def previous(x, first, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1, LAYOUT: tl.constexpr = 1):
     """x [BT, BB] at the position processed just before each t in scan order, and `first` (a
-    block of x's shape: the carry across the chunk's edge) at the block's first position. VEC > 1
-    (a reverse scan's): the block's rows are in `offsets`' vector order (runs of VEC reversed, see
-    `scan`)."""
-    if VEC > 1:
+    block of x's shape: the carry across the chunk's edge) at the block's first position. The
+    block's rows are in `offsets`' order for (LAYOUT, REVERSE, VEC): scan order, vector order (runs
+    of VEC reversed, see `scan`), or thread order (`thread_order`)."""
+    if LAYOUT != 1 and VEC > 1:
+        return _thread_previous(x, first, VEC)
+    if REVERSE and VEC > 1:
         x = vector_order(x, VEC)
         first = vector_order(first, VEC)
     _, x_p, _ = tl.associative_scan((x, first, m & False), 0, combine_next)
-    if VEC > 1:
+    if REVERSE and VEC > 1:
         x_p = vector_order(x_p, VEC)
     return x_p
 
@@ -72,6 +74,64 @@ def vector_order(x, VEC: tl.constexpr):
     BB: tl.constexpr = x.shape[1]
     y = tl.flip(tl.reshape(tl.trans(x), (BB, BT // VEC, VEC)), 2)
     return tl.trans(tl.reshape(y, (BB, BT)))
+
+
+@triton.jit
+def thread_order(i, BT: tl.constexpr, VEC: tl.constexpr):
+    """The scan-order position of row i of a block of BT rows in thread order (time-major and
+    general rows with VEC > 1, launch.THREAD_STEPS_TIME_MAJOR): (i mod R)·VEC + i div R, R = BT /
+    VEC. Row i is then run i mod R, step i div R of its run of VEC consecutive steps, and the block
+    reshaped as [VEC, R, BB] holds run r at [:, r, :]. Triton lays a time-major block out with a
+    thread's rows R or more apart (sizePerThread [1, CVEC]), so a thread holding VEC rows or more
+    holds whole runs, and scans each in registers: no shuffles (`_thread_scan`)."""
+    return (i % (BT // VEC)) * VEC + i // (BT // VEC)
+
+
+@triton.jit
+def _runs(x, VEC: tl.constexpr):
+    """x [BT, BB] in thread order as [VEC, R, BB]: run r at [:, r, :], its steps along axis 0."""
+    return tl.reshape(x, (VEC, x.shape[0] // VEC, x.shape[1]))
+
+
+@triton.jit
+def _run_step(x3, k):
+    """Step k of every run of x3 [VEC, R, BB] as [1, R, BB] (by selection: the thread's own registers)."""
+    at = tl.arange(0, x3.shape[0])[:, None, None] == k
+    return tl.sum(tl.where(at, x3, 0.0), axis=0, keep_dims=True)
+
+
+@triton.jit
+def combine_next2(h1, g1, s1, r1, k1, h2, g2, s2, r2, k2):
+    """`combine_next` of a pair: the result at t holds the pair (s, r) at the position before t."""
+    return h2, g2, tl.where(k2, s2, h1), tl.where(k2, r2, g1), k1 | True
+
+
+@triton.jit
+def _thread_scan(a, b, VEC: tl.constexpr):
+    """`scan` of a block in thread order: each run of VEC steps in the registers of its thread, the
+    runs' composites across threads (R positions, not BT), then each run from the composite of
+    the runs before it."""
+    A3, B3 = tl.associative_scan((_runs(a, VEC), _runs(b, VEC)), 0, combine)
+    ga, gb = tl.associative_scan((_run_step(A3, VEC - 1), _run_step(B3, VEC - 1)), 1, combine)
+    none = ga != ga  # a flag block of ga's shape; only its falsity at the first run matters
+    _, _, ea, eb, _ = tl.associative_scan(
+        (ga, gb, tl.zeros_like(ga), tl.zeros_like(gb) + 1.0, none & False), 1, combine_next2
+    )  # the composite of the runs before each run; the identity (0, 1) before the first
+    A, B = combine(ea, eb, A3, B3)
+    return tl.reshape(A, a.shape), tl.reshape(B, b.shape)
+
+
+@triton.jit
+def _thread_previous(x, first, VEC: tl.constexpr):
+    """`previous` of a block in thread order: within a run from the thread's own registers, at a
+    run's first step the last step of the run before (across threads), at the block's first
+    position `first`'s value there."""
+    x3 = _runs(x, VEC)
+    last = _run_step(x3, VEC - 1)
+    none = last != last
+    _, before, _ = tl.associative_scan((last, _run_step(_runs(first, VEC), 0), none & False), 1, combine_next)
+    _, x_p, _ = tl.associative_scan((x3, tl.broadcast_to(before, x3.shape), (x3 != x3) & False), 0, combine_next)
+    return tl.reshape(x_p, x.shape)
 
 
 @triton.jit
@@ -137,16 +197,22 @@ def offsets(
     scan order and back). With
     CVEC > 1 (time-major rows, N a multiple of CVEC, checked by the launcher: launch.COLUMN_VEC)
     the compiler learns that each time row starts on a multiple of CVEC elements, so a thread
-    loads CVEC neighbouring columns with one instruction; the time order is untouched.
+    loads CVEC neighbouring columns with one instruction. With VEC > 1 outside batch-major rows
+    (launch.THREAD_STEPS_TIME_MAJOR) the rows are in thread order (`thread_order`): runs of VEC
+    consecutive positions in scan order, each held by one thread, which `scan` and `previous`
+    scan in its registers.
     """
-    if REVERSE and VEC == 1:
-        o_t = c * BT + (BT - 1 - tl.arange(0, BT))
-    elif REVERSE:  # vector order (`scan`)
-        i = tl.arange(0, BT)
-        o_t = c * BT + (BT - VEC * (1 + i // VEC) + i % VEC)
-    else:
-        o_t = c * BT + tl.arange(0, BT)
-    if VEC > 1:
+    i = tl.arange(0, BT)
+    if LAYOUT != 1 and VEC > 1:  # thread order
+        i = thread_order(i, BT, VEC)
+        if REVERSE:
+            i = BT - 1 - i
+    elif REVERSE and VEC > 1:  # vector order (`scan`)
+        i = BT - VEC * (1 + i // VEC) + i % VEC
+    elif REVERSE:
+        i = BT - 1 - i
+    o_t = c * BT + i
+    if LAYOUT == 1 and VEC > 1:
         T = (T // VEC) * VEC  # the same value; written so, it is known to be a multiple of VEC
     if CVEC > 1:
         N = (N // CVEC) * CVEC  # likewise: each time row starts on a multiple of CVEC
@@ -235,7 +301,7 @@ def load_param(p, off, m, FULL: tl.constexpr, F64: tl.constexpr, o_t, o_n, N, T)
 
 
 @triton.jit
-def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1):
+def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1, LAYOUT: tl.constexpr = 1):
     """Inclusive scan of a chunk in scan order, reset steps as b = 0; masked positions are identities.
 
     The scan runs forward along the block where it can: triton 3.6 lowers
@@ -246,11 +312,15 @@ def scan(a, b, reset, m, REVERSE: tl.constexpr = False, VEC: tl.constexpr = 1):
     or with REVERSE and VEC > 1 in vector order, whose runs of VEC steps a thread holds are
     reversed in its registers (`vector_order`) before the scan and after it: in blocks of several
     rows 1.02-1.29x faster at 16384x512 (run 21), in blocks of one row 1.00-1.50x at 4096x1024 to
-    1x1048576 (run 22), against a reverse scan of ascending rows.
+    1x1048576 (run 22), against a reverse scan of ascending rows. Outside batch-major rows, VEC > 1
+    is thread order (`offsets`): each thread scans its runs of VEC steps in registers, and only the
+    runs' composites cross threads (`_thread_scan`).
     """
     a = tl.where(m, a, 0.0)
     b = tl.where(m, tl.where(reset, 0.0, b), 1.0)
-    if REVERSE and VEC > 1:
+    if LAYOUT != 1 and VEC > 1:
+        return _thread_scan(a, b, VEC)
+    elif REVERSE and VEC > 1:
         A, B = tl.associative_scan((vector_order(a, VEC), vector_order(b, VEC)), 0, combine)
         return vector_order(A, VEC), vector_order(B, VEC)
     else:

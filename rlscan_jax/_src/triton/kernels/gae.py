@@ -71,7 +71,7 @@ def gae_kernel(
             done = done | term
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
-        A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True, VEC)
+        A, B = common.scan(b_r + b_disc - b_v, b_g * b_l, done, m, True, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE

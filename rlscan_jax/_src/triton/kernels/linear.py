@@ -100,7 +100,7 @@ def linear_kernel(
                 reset = reset | common.load_flag(p_reset, p_off, m & (o_t > 0)[:, None])
             else:
                 reset = reset | common.load_flag(p_reset, s_off, m)
-        A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC)
+        A, B = common.scan(b_x, b_b, reset, m, REVERSE, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_init, HAS_INITIAL, REVERSE, F64, BT, KP, FENCE

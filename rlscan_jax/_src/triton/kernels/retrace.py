@@ -73,7 +73,7 @@ def retrace_kernel(
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
         b_trace = tl.where(done, 0.0, b_g * b_c1 * b_q1)
-        A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC)
+        A, B = common.scan(b_r + b_disc - b_trace, b_g * b_c1, done, m, True, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE

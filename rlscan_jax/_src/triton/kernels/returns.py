@@ -91,7 +91,7 @@ def returns_kernel(
             b_boot_t = tl.where(done, b_nv, 0.0)
             b_b = b_g
         a = b_r + tl.where(term, 0.0, b_g * b_boot_t)
-        A, B = common.scan(a, b_b, done, m, True, VEC)
+        A, B = common.scan(a, b_b, done, m, True, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE

@@ -88,7 +88,7 @@ def vtrace_kernel(
             done = done | term
         if HAS_TRUNC:
             done = done | common.load_flag(p_trunc, off, m)
-        A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True, VEC)
+        A, B = common.scan(b_rho_bar * (b_r + b_disc - b_v), b_g * b_c, done, m, True, VEC, LAYOUT)
         if PHASE == 3:
             ch = common.lookback(
                 A, B, o_t, o_n, N, T, i_b, i_s, p_sh, p_sb, p_sync, p_cin, False, True, F64, BT, KP, FENCE
@@ -97,7 +97,7 @@ def vtrace_kernel(
         if PHASE != 1:
             b_vs = b_v + h
             # vs_{t+1}: the next row of the block, and the carry across the chunk's end.
-            b_vs1 = common.previous(b_vs, b_v1 + ch[None, :], t_end, VEC)
+            b_vs1 = common.previous(b_vs, b_v1 + ch[None, :], t_end, True, VEC, LAYOUT)
             b_w = tl.where(done, b_nv, b_vs1)
             b_pg_rho = tl.minimum(common.load_param(p_pg_clip, off, m, PG_CLIP_FULL, F64, o_t, o_n, N, T), b_rho)
             b_pg = b_pg_rho * (b_r + tl.where(term, 0.0, b_g * b_w) - b_v)
