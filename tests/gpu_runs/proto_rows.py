@@ -24,7 +24,8 @@ float64 numpy scan (the copy against its input).
 Usage: python tests/gpu_runs/proto_rows.py [OUT.json]   (CPU: TRITON_INTERPRET=1, small)
 
 Run once (2026-12-07, an H100; tune_h200.md, run 31): copy 7.04 µs, the shipped form 14.18, K = 2
-11.55, K = 4 10.59, K = 8 9.34 (1.52×). Not yet built into the kernels. That run's file
+11.55, K = 4 10.59, K = 8 9.34 (1.52×). Built into the kernels in the forty-eighth session in
+another form, the rows loaded in thread order (`common.thread_order`; tune_h200.md, run 32). That run's file
 (`2026-12-07-h100-s47-proto-rows.json`) predates the header of `benchmarks.run.environment`: it
 names the device, jax and triton; the date and jax-triton are in tests/gpu_runs/README.md.
 """
