@@ -111,7 +111,7 @@ def _tiny_blocks(monkeypatch, split):
     _clear_caches()
 
 
-@pytest.fixture(params=SPLITS + THREAD_SPLITS)
+@pytest.fixture(params=SPLITS)
 def tiny_blocks(monkeypatch, request):
     with _tiny_blocks(monkeypatch, request.param):
         yield
@@ -142,6 +142,15 @@ SPLIT_CASES = [c for c in CASES if c.T == 37]
 def test_split_rows_match_oracle(case, tiny_blocks):
     inp = case.build()
     cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
+
+
+@pytest.mark.parametrize("split", THREAD_SPLITS)
+@pytest.mark.parametrize("case", [c for c in SPLIT_CASES if c.axis == 0], ids=str)
+def test_thread_order_matches_oracle(case, split, monkeypatch):
+    """Every mode of every op in time-major rows in thread order (the only rows that take it)."""
+    with _tiny_blocks(monkeypatch, split):
+        inp = case.build()
+        cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=case.id)
 
 
 def _spy_launches(monkeypatch, *fields) -> list:
@@ -580,13 +589,28 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("split", ["one-pass", *SPLITS, *THREAD_SPLITS])
+@pytest.mark.parametrize("split", ["one-pass", *SPLITS])
 @pytest.mark.parametrize("case", GRAD_CASES, ids=str)
 def test_gradients_match_reference(case, split, monkeypatch):
     """Gradients w.r.t. every floating input, gamma and lambda_ as traced scalars included."""
     with contextlib.ExitStack() as stack:
         if split != "one-pass":
             stack.enter_context(_tiny_blocks(monkeypatch, split))
+        _check_gradients(case)
+
+
+THREAD_GRAD_CASES = [
+    cases.Case(op, mode, 37, (3,), 0, 0.9, 0.8)
+    for op in cases.OP_NAMES
+    for mode in (cases.MAIN_MODE[op], cases.OTHER_MODE[op])
+]
+
+
+@pytest.mark.parametrize("split", THREAD_SPLITS)
+@pytest.mark.parametrize("case", THREAD_GRAD_CASES, ids=str)
+def test_thread_order_gradients_match_reference(case, split, monkeypatch):
+    """`test_gradients_match_reference` in thread order: both modes of every op, time-major."""
+    with _tiny_blocks(monkeypatch, split):
         _check_gradients(case)
 
 
