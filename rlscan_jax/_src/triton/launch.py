@@ -418,11 +418,12 @@ TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # a thread, at most the rows a thread holds (BT·BB over the threads and their CVEC columns), the
 # block's rows in thread order (common.thread_order; 1 turns this off). Triton gives a thread of a
 # time-major block one step of CVEC columns, so scanning along time crossed lanes and warps for
-# every element: sm_90 PTX of a [1024, 8] block at 8 warps has 320 shuffles; with 4 steps a thread
-# scanned in registers, 200 (tune_h200.md, run 31: block-local scans 1.34x faster at K = 4, 1.52x
-# at 8, on an H100). Run 32 (8 x 131072 time-major, an H100, device time against 1): 1.03-1.24x
-# forward, 1.26-1.59x fwd+bwd for the seven ops of the look-back (V-trace's split holds one row a
-# thread: unchanged); 8 steps at 4 warps (MAX_WARPS_TIME_MAJOR_CVEC) 0.63-0.96x against 4 at 8.
+# every element: sm_90 PTX of a minimal [1024, 8] scan at 8 warps has 320 shuffles and 504
+# ld.shared; in thread order at 4 steps a thread, 280 and 192 (run 31's prototype of K sub-blocks:
+# 200 and 156, block-local scans 1.34x faster at K = 4 on an H100). Run 32 (8 x 131072
+# time-major, an H100, device time against 1): 1.03-1.24x forward, 1.26-1.59x fwd+bwd for the
+# seven ops of the look-back (V-trace's split holds one row a thread: unchanged); 8 steps at 4
+# warps (MAX_WARPS_TIME_MAJOR_CVEC) 0.63-0.96x against 4 at 8.
 THREAD_STEPS_TIME_MAJOR = 4
 THREAD_STEPS_MAX_COLUMNS = 16
 WARP_THREADS = 32  # _thread_steps' threads a warp (the interpreter's tests take 1: blocks of a few steps)
