@@ -725,6 +725,32 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
+def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
+    """TIME_MAJOR_VECTOR_SPLIT_WARPS and _ELEMS reach the vectorised three-launch split of time-major
+    rows of the kernel they name, and no other kernel's, nor the look-back."""
+    from rlscan_jax._src.triton import launch
+
+    long_rows = launch.geometry((131072, 8), 0)
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT", ("vtrace",))
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_WARPS", {})
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_ELEMS", {})
+    base = {k: launch.plan(long_rows, op="vtrace", vector_split=2048, kernel=k) for k in ("vtrace_kernel", "other")}
+    assert base["vtrace_kernel"] == base["other"] and base["other"].num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC
+    assert base["other"].BT * base["other"].BB == 2048 and not base["other"].lookback
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_WARPS", {"vtrace_kernel": 2})
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_ELEMS", {"vtrace_kernel": 4096})
+    p = launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="vtrace_kernel")
+    assert p.num_warps == 2 and p.BT * p.BB == 4096 and p.cvec == 8 and not p.lookback, p
+    assert launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="other") == base["other"]
+    # the look-back's launches (GAE's rows) and rows without vectors keep theirs
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_WARPS", {"vtrace_kernel": 2, "gae_kernel": 2})
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_ELEMS", {"vtrace_kernel": 4096, "gae_kernel": 4096})
+    gae = launch.plan(long_rows, op="gae", kernel="gae_kernel")
+    assert gae.lookback and gae.num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC, gae
+    seven = launch.geometry((131072, 7), 0)
+    assert launch.plan(seven, op="vtrace", kernel="vtrace_kernel") == launch.plan(seven, op="vtrace", kernel="x")
+
+
 def _thread_runs_layouts(ttgir: str) -> list[str]:
     """The layouts of the [VEC, R, BB] views of blocks in thread order (`common._runs`) in TTGIR."""
     layouts = dict(re.findall(r"^(#\w+) = (#ttg\.blocked<.*>)$", ttgir, re.M))

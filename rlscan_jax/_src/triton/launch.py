@@ -413,6 +413,12 @@ ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 TIME_MAJOR_CVEC = 8
 MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
+# Per kernel, the vectorised split of those time-major rows (CVEC > 1 and a split) at other warps
+# and block sizes than MAX_WARPS_TIME_MAJOR_CVEC and the launcher's `vector_split`: kernel name ->
+# warps, kernel name -> elements a block. Both empty as shipped until timed ({} as --launch values
+# turn them off); the entries are for tuning runs of V-trace's forward and adjoint launches.
+TIME_MAJOR_VECTOR_SPLIT_WARPS: dict = {}
+TIME_MAJOR_VECTOR_SPLIT_ELEMS: dict = {}
 # Time-major rows split into chunks (the look-back, the three-launch split) in blocks of at most
 # THREAD_STEPS_MAX_COLUMNS columns: the kernels take VEC up to THREAD_STEPS_TIME_MAJOR consecutive steps
 # a thread, at most the rows a thread holds (BT·BB over the threads and their CVEC columns), the
@@ -637,6 +643,8 @@ def plan(
     if vector_split is None:
         vector_split = 0 if VECTOR_LOOKBACK else VECTOR_SPLIT_ELEMS
     tm_vector = op in TIME_MAJOR_VECTOR_SPLIT and _time_major_cvec(g, g.N) > 1
+    if tm_vector:
+        vector_split = TIME_MAJOR_VECTOR_SPLIT_ELEMS.get(kernel, vector_split)
     vector_split = vector_split if _vector_rows(g, narrow) or tm_vector else 0
     T, N = g.T, g.N
     n2, t2 = next_pow2(N), next_pow2(T)
@@ -672,7 +680,7 @@ def plan(
     chunks = cdiv(T, BT)
     few_rows = g.layout == 1 or BB <= LOOKBACK_MAX_ROWS_TIME_MAJOR
     if chunks > 1 and few_rows and not vector_split and next_pow2(chunks) <= LOOKBACK_FOLD * BT:
-        return _with_vectors(g, BT, BB, chunks, 1, True)
+        return _with_vectors(g, BT, BB, chunks, 1, True, kernel=kernel)
     if chunks > 1:  # too many chunks for the look-back: three launches, BLOCK_ELEMS blocks
         if g.layout != 1:
             BB = min(n2, ROWS_TIME_MAJOR_THREE_LAUNCH)
@@ -683,7 +691,7 @@ def plan(
     if row_blocks < TARGET_PROGRAMS and chunks > 1:
         nseg = min(chunks, cdiv(TARGET_PROGRAMS, row_blocks))
     cps = cdiv(chunks, nseg)
-    return _with_vectors(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps)
+    return _with_vectors(g, BT, BB, cdiv(chunks, cps), cps, False, max_warps, kernel)
 
 
 def _fill(g: Geometry, BT: int, BB: int) -> int:
@@ -700,13 +708,18 @@ def _fill(g: Geometry, BT: int, BB: int) -> int:
     return BT
 
 
-def _with_vectors(g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, max_warps: int = 0) -> Plan:
+def _with_vectors(
+    g: Geometry, BT: int, BB: int, nseg: int, cps: int, lookback: bool, max_warps: int = 0, kernel: str = ""
+) -> Plan:
     """_plan's, with the columns a thread of a time-major block other than column blocks loads
     (_time_major_cvec; 1 in other layouts) and, where those are more than 1 and the rows split
-    (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps."""
+    (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps, or in the three-launch
+    split TIME_MAJOR_VECTOR_SPLIT_WARPS' for `kernel`."""
     cvec = _time_major_cvec(g, BB)
     if cvec > 1 and (lookback or nseg * cps > 1):
         max_warps = MAX_WARPS_TIME_MAJOR_CVEC
+        if not lookback:
+            max_warps = TIME_MAJOR_VECTOR_SPLIT_WARPS.get(kernel, max_warps)
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
 
