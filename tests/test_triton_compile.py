@@ -727,7 +727,8 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
 
 def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
     """TIME_MAJOR_VECTOR_SPLIT_WARPS and _ELEMS reach the vectorised three-launch split of time-major
-    rows of the kernel they name, and no other kernel's, nor the look-back."""
+    rows of the kernel they name (the warps only in blocks of few columns), and no other kernel's,
+    nor the look-back."""
     from rlscan_jax._src.triton import launch
 
     long_rows = launch.geometry((131072, 8), 0)
@@ -749,6 +750,10 @@ def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
     assert gae.lookback and gae.num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC, gae
     seven = launch.geometry((131072, 7), 0)
     assert launch.plan(seven, op="vtrace", kernel="vtrace_kernel") == launch.plan(seven, op="vtrace", kernel="x")
+    # blocks of more columns than THREAD_STEPS_MAX_COLUMNS (24 columns: [64, 32]) keep the warps
+    wide = launch.plan(launch.geometry((131072, 24), 0), op="vtrace", vector_split=2048, kernel="vtrace_kernel")
+    assert wide.BB > launch.THREAD_STEPS_MAX_COLUMNS and wide.cvec == 8 and not wide.lookback, wide
+    assert wide.num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC, wide
 
 
 def _thread_runs_layouts(ttgir: str) -> list[str]:

@@ -9,9 +9,11 @@
 #   memcheck (any GPU): compute-sanitizer memcheck and the plain driver on 16 of the 263 calls that
 #          launch time-major rows in thread order (select_calls.py "LAYOUT=0,VEC=4" "LAYOUT=0,VEC=2"
 #          on 06b2dc2, every 16th; IDS overrides), MC_S seconds;
+#   second (any GPU), with {"vtrace_kernel": 4} shipped: memcheck on calls 1174-1175 (V-trace's rows
+#          of 32768 steps in 8 time-major columns, the split at 4 warps), then `verify`;
 #   h200 (an H200 only): the 8 x 131072 time-major rows re-timed for h200.json;
 #   verify (any GPU): test_gpu.py on V-trace and the long rows (TEST_S seconds).
-what=${1:?usage: s49.sh first, ab, memcheck, h200 or verify}
+what=${1:?usage: s49.sh first, ab, memcheck, second, h200 or verify}
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 nvidia-smi --query-gpu=name --format=csv,noheader
 source tests/gpu_runs/wheels.sh
@@ -41,7 +43,10 @@ case "$what" in
     TOOLS=memcheck JOBS=4 PLAIN_TIMEOUT=80 TOTAL_TIMEOUT=${MC_S:-230} \
       DRIVER_ARGS="--only ${IDS:-4,66,142,213,275,368,446,509,585,656,730,800,872,950,1027,1105}" \
       bash tests/gpu_runs/sanitize.sh /tmp/s 2>&1 | tail -8
-    cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s49_thread_order.json";;
+    cp /tmp/s/sanitize_summary.json "$OUT/sanitize_s49_${MC_TAG:-thread_order}.json";;
+  second)
+    IDS=1174,1175 MC_S=${MC_S:-130} MC_TAG=vsplit bash tests/gpu_runs/s49.sh memcheck
+    TEST_S=${TEST_S:-170} bash tests/gpu_runs/s49.sh verify;;
   h200)
     nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 1; }
     timeout 200 python3 -m benchmarks.run --impls triton --max-seconds 150 --layouts time_major \

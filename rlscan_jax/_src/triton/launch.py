@@ -415,9 +415,12 @@ MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # Per kernel, the vectorised split of those time-major rows (CVEC > 1 and a split) at other warps
 # and block sizes than MAX_WARPS_TIME_MAJOR_CVEC and the launcher's `vector_split`: kernel name ->
-# warps, kernel name -> elements a block. Both empty as shipped until timed ({} as --launch values
-# turn them off); the entries are for tuning runs of V-trace's forward and adjoint launches.
-TIME_MAJOR_VECTOR_SPLIT_WARPS: dict = {}
+# warps, kernel name -> elements a block ({} as --launch values turns them off). tune_h200.md, run 33
+# (8 x 131072 time-major, an H100, device time against the split at 8 warps): V-trace's forward
+# [256, 8] blocks at 4 warps (2 steps a thread, in thread order) 1.04-1.08x forward and 1.02-1.03x
+# fwd+bwd; its adjoint's at 4 warps too 0.99x fwd+bwd in float32; [512, 8] blocks 0.84-1.15x.
+# The warps apply to blocks of at most THREAD_STEPS_MAX_COLUMNS columns (those in thread order).
+TIME_MAJOR_VECTOR_SPLIT_WARPS: dict = {"vtrace_kernel": 4}
 TIME_MAJOR_VECTOR_SPLIT_ELEMS: dict = {}
 # Time-major rows split into chunks (the look-back, the three-launch split) in blocks of at most
 # THREAD_STEPS_MAX_COLUMNS columns: the kernels take VEC up to THREAD_STEPS_TIME_MAJOR consecutive steps
@@ -714,11 +717,12 @@ def _with_vectors(
     """_plan's, with the columns a thread of a time-major block other than column blocks loads
     (_time_major_cvec; 1 in other layouts) and, where those are more than 1 and the rows split
     (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps, or in the three-launch
-    split TIME_MAJOR_VECTOR_SPLIT_WARPS' for `kernel`."""
+    split's blocks of at most THREAD_STEPS_MAX_COLUMNS columns TIME_MAJOR_VECTOR_SPLIT_WARPS' for
+    `kernel`."""
     cvec = _time_major_cvec(g, BB)
     if cvec > 1 and (lookback or nseg * cps > 1):
         max_warps = MAX_WARPS_TIME_MAJOR_CVEC
-        if not lookback:
+        if not lookback and BB <= THREAD_STEPS_MAX_COLUMNS:
             max_warps = TIME_MAJOR_VECTOR_SPLIT_WARPS.get(kernel, max_warps)
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
