@@ -727,8 +727,8 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
 
 def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
     """TIME_MAJOR_VECTOR_SPLIT_WARPS and _ELEMS reach the vectorised three-launch split of time-major
-    rows of the kernel they name (the warps only in blocks of few columns), and no other kernel's,
-    nor the look-back."""
+    rows of the kernel they name (the warps only in blocks of few columns, in splits of at least
+    TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS programs), and no other kernel's, nor the look-back."""
     from rlscan_jax._src.triton import launch
 
     long_rows = launch.geometry((131072, 8), 0)
@@ -739,7 +739,14 @@ def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
     assert base["vtrace_kernel"] == base["other"] and base["other"].num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC
     assert base["other"].BT * base["other"].BB == 2048 and not base["other"].lookback
     monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_WARPS", {"vtrace_kernel": 2})
+    p = launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="vtrace_kernel")
+    assert p.num_warps == 2 and p.BT * p.BB == 2048 and p.nseg == 512, p
+    # blocks of 4096 elements: 256 programs, fewer than TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS (512)
     monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_ELEMS", {"vtrace_kernel": 4096})
+    assert launch.TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS == 512
+    p = launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="vtrace_kernel")
+    assert p.num_warps == launch.MAX_WARPS_TIME_MAJOR_CVEC and p.BT * p.BB == 4096 and p.nseg == 256, p
+    monkeypatch.setattr(launch, "TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS", 256)
     p = launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="vtrace_kernel")
     assert p.num_warps == 2 and p.BT * p.BB == 4096 and p.cvec == 8 and not p.lookback, p
     assert launch.plan(long_rows, op="vtrace", vector_split=2048, kernel="other") == base["other"]

@@ -37,6 +37,8 @@ SPLITS = ["lookback", "three-launch", "columns", "fold-carry", "walk-back"]
 # Time-major rows in thread order (launch.THREAD_STEPS_TIME_MAJOR): the look-back in blocks of 8 steps
 # at 4 a thread (2 runs a block), the three-launch split at 2 a thread (4 runs).
 THREAD_SPLITS = ["thread-lookback", "thread-split"]
+# and rows scanned whole in thread order (launch.WHOLE_ROW_THREAD_WARPS): [64, 4] blocks at 4 a thread.
+THREAD_WHOLE = "thread-whole"
 TINY = dict(
     BLOCK_ELEMS=8,
     SPLIT_BLOCK_ELEMS=8,
@@ -92,6 +94,10 @@ def _tiny_blocks(monkeypatch, split):
         for name, value in TINY.items():
             m.setattr(launch, name, value)
         m.setattr(launch, "LOOKBACK_FOLD", 1000 if split in ("lookback", "thread-lookback") else 0)
+        if split == THREAD_WHOLE:
+            m.setattr(launch, "MAX_BT_TIME_MAJOR", 64)  # T = 37 time-major in one block
+            m.setattr(launch, "WARP_THREADS", 1)
+            m.setattr(launch, "WHOLE_ROW_THREAD_WARPS", 16)
         if split in THREAD_SPLITS:
             m.setattr(launch, "SPLIT_BT_TIME_MAJOR", 8)
             m.setattr(launch, "WARP_THREADS", 1)  # a block of 8 × 2 at one warp: 16 rows "a thread"
@@ -219,22 +225,25 @@ def test_walk_back_is_phase_1_of_segments_of_several_chunks(monkeypatch):
             assert seen[0][4] == ((1, 5) if axis == 0 else (2, 3)), seen
 
 
-@pytest.mark.parametrize("split", THREAD_SPLITS)
+@pytest.mark.parametrize("split", THREAD_SPLITS + [THREAD_WHOLE])
 @pytest.mark.parametrize("op", list(cases.OPS))
 def test_thread_order_in_time_major_rows(monkeypatch, op, split):
-    """THREAD_SPLITS: every launch of a time-major op, forward and backward, takes its rows in thread
-    order, VEC = 4 steps a thread in the look-back and 2 in the three-launch split (carry_kernel
-    aside), and the outputs and the gradients match; rows with the time axis last keep VEC 1."""
-    want = 4 if split == "thread-lookback" else 2
+    """THREAD_SPLITS and THREAD_WHOLE: every launch of a time-major op, forward and backward, takes
+    its rows in thread order, VEC = 4 steps a thread in the look-back and in rows scanned whole, 2 in
+    the three-launch split (carry_kernel aside), and the outputs and the gradients match; rows with
+    the time axis last keep VEC 1."""
+    want = 2 if split == "thread-split" else 4
     with _tiny_blocks(monkeypatch, split):
-        seen = _spy_launches(monkeypatch, "LAYOUT", "VEC")
+        seen = _spy_launches(monkeypatch, "LAYOUT", "VEC", "PHASE")
         for axis, vec in ((0, want), (-1, 1)):
             seen.clear()
             inp = _case(op, cases.MAIN_MODE[op], 37, (3,), axis).build()
             cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=f"{split} {axis}")
             _check_gradients_in(inp, jnp.float32, f"{split} {axis}")
-            got = {(layout == 0, v) for name, layout, v, _ in seen if name != "carry_kernel"}
+            got = {(layout == 0, v) for name, layout, v, _, _ in seen if name != "carry_kernel"}
             assert got == {(axis == 0, vec)}, seen
+            if axis == 0:  # one pass (PHASE 0) in THREAD_WHOLE, split rows in THREAD_SPLITS
+                assert ({phase for name, _, _, phase, _ in seen} == {0}) == (split == THREAD_WHOLE), seen
 
 
 @pytest.mark.parametrize("op", list(cases.OPS))

@@ -147,7 +147,7 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
     runs the forward kernel again with a float32 output: ops.py, param_residual); last, for the
     ops whose fused backward writes only the gradients asked for (ops.SELECTIVE), their main mode ×
     SELECTIVE_LAYOUTS in float32 with the gradient of the value inputs alone, of γ and λ alone (arrays), and
-    for GAE and V-trace of each output alone (Inputs.wrt, Inputs.used); then V-trace's rows of 32768
+    for GAE and V-trace of each output alone (Inputs.wrt, Inputs.used); then V-trace's rows of 131072
     steps in 8 time-major columns, float32 and bfloat16 (launch.TIME_MAJOR_VECTOR_SPLIT_WARPS).
     """
     out = []
@@ -180,9 +180,10 @@ def calls() -> list[tuple[cases.Inputs, dict]]:
                 subsets += [(inputs, (0,)), (inputs, (1,))]
             out += [(dataclasses.replace(inp, wrt=wrt, used=used), args) for wrt, used in subsets]
     # V-trace's vectorised split of time-major rows of 8 columns in blocks that take
-    # launch.TIME_MAJOR_VECTOR_SPLIT_WARPS: rows of 32768 steps, [256, 8] at 4 warps, 2 steps a thread
+    # launch.TIME_MAJOR_VECTOR_SPLIT_WARPS: rows of 131072 steps, [256, 8] at 4 warps, 2 steps a
+    # thread, 512 programs (TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS; rows of 32768 steps have 128)
     for dtype, flag_dtype in ((np.float32, np.bool_), (jnp.bfloat16, np.int8)):
-        out.append(_call("vtrace", cases.MAIN_MODE["vtrace"], 32768, (8,), 0, dtype, flag_dtype, 0.9))
+        out.append(_call("vtrace", cases.MAIN_MODE["vtrace"], 131072, (8,), 0, dtype, flag_dtype, 0.9))
     return out
 
 

@@ -419,8 +419,13 @@ TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # (8 x 131072 time-major, an H100, device time against the split at 8 warps): V-trace's forward
 # [256, 8] blocks at 4 warps (2 steps a thread, in thread order) 1.04-1.08x forward and 1.02-1.03x
 # fwd+bwd; its adjoint's at 4 warps too 0.99x fwd+bwd in float32; [512, 8] blocks 0.84-1.15x.
-# The warps apply to blocks of at most THREAD_STEPS_MAX_COLUMNS columns (those in thread order).
+# The warps apply to blocks of at most THREAD_STEPS_MAX_COLUMNS columns (those in thread order), in
+# splits of at least TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS programs (row blocks times segments).
+# Run 34 (an H100, against 8 warps): at 8 x 131072's 512 programs the forward at 4 warps won as
+# above; at 128 programs (2 x 65536, 4 x 32768, 8 x 16384, 12 x 8192, 6 x 16384) it lost, 0.88-1.02x
+# forward and 0.92-1.01x fwd+bwd: 4 warps a program there leave about 4 warps an SM.
 TIME_MAJOR_VECTOR_SPLIT_WARPS: dict = {"vtrace_kernel": 4}
+TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS = 512
 TIME_MAJOR_VECTOR_SPLIT_ELEMS: dict = {}
 # Time-major rows split into chunks (the look-back, the three-launch split) in blocks of at most
 # THREAD_STEPS_MAX_COLUMNS columns: the kernels take VEC up to THREAD_STEPS_TIME_MAJOR consecutive steps
@@ -435,6 +440,11 @@ TIME_MAJOR_VECTOR_SPLIT_ELEMS: dict = {}
 # warps (MAX_WARPS_TIME_MAJOR_CVEC) 0.63-0.96x against 4 at 8.
 THREAD_STEPS_TIME_MAJOR = 4
 THREAD_STEPS_MAX_COLUMNS = 16
+# Time-major rows scanned whole (T <= MAX_BT_TIME_MAJOR, one pass) in blocks of at most
+# THREAD_STEPS_MAX_COLUMNS columns: at most this many warps a block, and the rows in thread order
+# like split rows (_thread_steps). 0 (shipped): such blocks keep THREADS_PER_ELEM's warps, where a
+# [128, 8] block at 8 warps holds one step a thread (_thread_steps gives 1). Not yet timed.
+WHOLE_ROW_THREAD_WARPS = 0
 WARP_THREADS = 32  # _thread_steps' threads a warp (the interpreter's tests take 1: blocks of a few steps)
 # Split rows of few blocks: where a split's programs (row blocks times chunks) would come to fewer
 # than SPLIT_FILL_PROGRAMS, its blocks are halved along time until they do, down to blocks of
@@ -671,6 +681,8 @@ def plan(
         rows = MIN_ROWS_TIME_MAJOR_WHOLE_MANY if many else MIN_ROWS_TIME_MAJOR_WHOLE
         BT, BB = t2, min(n2, max(rows, BLOCK_ELEMS // t2))
         max_warps = time_major_warps
+        if WHOLE_ROW_THREAD_WARPS and BB <= THREAD_STEPS_MAX_COLUMNS:
+            max_warps = min(time_major_warps or WHOLE_ROW_THREAD_WARPS, WHOLE_ROW_THREAD_WARPS)
     else:
         BB = min(n2, MIN_ROWS_TIME_MAJOR)
         BT = SPLIT_BT_TIME_MAJOR if BB == MIN_ROWS_TIME_MAJOR else max(SPLIT_BT_TIME_MAJOR, SPLIT_BLOCK_ELEMS // BB)
@@ -718,11 +730,12 @@ def _with_vectors(
     (_time_major_cvec; 1 in other layouts) and, where those are more than 1 and the rows split
     (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps, or in the three-launch
     split's blocks of at most THREAD_STEPS_MAX_COLUMNS columns TIME_MAJOR_VECTOR_SPLIT_WARPS' for
-    `kernel`."""
+    `kernel` where the split has TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS programs or more."""
     cvec = _time_major_cvec(g, BB)
     if cvec > 1 and (lookback or nseg * cps > 1):
         max_warps = MAX_WARPS_TIME_MAJOR_CVEC
-        if not lookback and BB <= THREAD_STEPS_MAX_COLUMNS:
+        programs = cdiv(g.N, BB) * nseg
+        if not lookback and BB <= THREAD_STEPS_MAX_COLUMNS and programs >= TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS:
             max_warps = TIME_MAJOR_VECTOR_SPLIT_WARPS.get(kernel, max_warps)
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
@@ -790,8 +803,9 @@ def fold_rounds(p: Plan) -> int:
 
 def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     """The vector width of a launch: _row_vector's for blocks of at least VEC_MIN_BT steps outside
-    the look-back (`narrow`: rows of 16-bit inputs); for time-major blocks of few columns the steps
-    a thread scans in registers (_thread_steps); else 1.
+    the look-back (`narrow`: rows of 16-bit inputs); for time-major blocks of few columns of split
+    rows (and with WHOLE_ROW_THREAD_WARPS of rows scanned whole) the steps a thread scans in
+    registers (_thread_steps); else 1.
 
     With VEC_THREAD_STEPS, in blocks of several rows: at most the steps a thread holds (BT·BB over
     the block's threads), but not below 4, so that a thread reverses whole runs of VEC steps in
@@ -802,7 +816,8 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
     487 → 438. Blocks of one row keep VEC: there that cut 12-24 shuffles more but timed 0.95-1.05x
     (run 22b).
     """
-    if g.layout == 0 and p.BB <= THREAD_STEPS_MAX_COLUMNS and (p.lookback or p.nseg * p.cps > 1):
+    split = p.lookback or p.nseg * p.cps > 1
+    if g.layout == 0 and p.BB <= THREAD_STEPS_MAX_COLUMNS and (split or WHOLE_ROW_THREAD_WARPS):
         return _thread_steps(g, p)
     vec = _row_vector(g, narrow)
     if vec == 1 or (p.lookback and not VECTOR_LOOKBACK) or p.BT < max(VEC_MIN_BT, vec):
