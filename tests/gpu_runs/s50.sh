@@ -13,7 +13,8 @@
 #   whole (any GPU): time-major rows of 128 steps scanned whole in thread order
 #          (launch.WHOLE_ROW_THREAD_WARPS 1 and 2: [128, 8] blocks at 1 warp, 4 steps a thread, or
 #          2 warps, 2 steps) against the shipped 0 (8 warps, one step a thread): the benchmark at
-#          4096x128 and 16384x128 time-major, every op, float32, fwd and fwd+bwd, WHOLE_S seconds a run;
+#          4096x128 and 16384x128 time-major, WHOLE_OPS (GAE, Retrace, eligibility traces), float32,
+#          fwd and fwd+bwd, WHOLE_S seconds a run;
 #   vmin (any GPU): TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS (512) at V-trace's rows of 512 and
 #          256 programs (12x65536, 6x131072: 4 warps; 8x65536: 8), shipped against `{}`.
 what=${1:?usage: s50.sh first, vrows, second, whole, vmin or memcheck}
@@ -40,11 +41,11 @@ case "$what" in
     bench vrows_w8 vtrace "$vshapes" 'TIME_MAJOR_VECTOR_SPLIT_WARPS={}';;
   second)
     bash tests/gpu_runs/s50.sh whole
-    BENCH_S=$(((570 - SECONDS) / 2 - 55)) bash tests/gpu_runs/s50.sh vmin;;
+    BENCH_S=$(((500 - SECONDS) / 2 - 30)) bash tests/gpu_runs/s50.sh vmin;;
   whole)
-    all=gae,vtrace,retrace,lambda_returns,discounted_returns,eligibility_traces,episodic_cumsum,linear_scan
     for w in 0 1 2; do
-      DTYPES=float32 BENCH_S=${WHOLE_S:-95} bench "whole_w$w" "$all" 4096x128,16384x128 "WHOLE_ROW_THREAD_WARPS=$w"
+      DTYPES=float32 BENCH_S=${WHOLE_S:-85} bench "whole_w$w" "${WHOLE_OPS:-gae,retrace,eligibility_traces}" \
+        4096x128,16384x128 "WHOLE_ROW_THREAD_WARPS=$w"
     done;;
   memcheck)
     TOOLS=memcheck JOBS=2 PLAIN_TIMEOUT=$((${MC_S:-300} - 20)) TOTAL_TIMEOUT=${MC_S:-300} \

@@ -422,7 +422,7 @@ TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # The warps apply to blocks of at most THREAD_STEPS_MAX_COLUMNS columns (those in thread order), in
 # splits of at least TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS programs (row blocks times segments).
 # Run 34 (an H100, against 8 warps): at 8 x 131072's 512 programs the forward at 4 warps won as
-# above; at 128 programs (2 x 65536, 4 x 32768, 8 x 16384, 12 x 8192, 6 x 16384) it lost, 0.88-1.02x
+# above; at 128 programs (2 x 65536, 4 x 32768, 6 x 16384, 8 x 16384, 12 x 8192) it lost, 0.88-1.01x
 # forward and 0.92-1.01x fwd+bwd: 4 warps a program there leave about 4 warps an SM.
 TIME_MAJOR_VECTOR_SPLIT_WARPS: dict = {"vtrace_kernel": 4}
 TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS = 512
