@@ -13,7 +13,7 @@
 #   whole (any GPU): time-major rows of 128 steps scanned whole in thread order
 #          (launch.WHOLE_ROW_THREAD_WARPS 1 and 2: [128, 8] blocks at 1 warp, 4 steps a thread, or
 #          2 warps, 2 steps) against the shipped 0 (8 warps, one step a thread): the benchmark at
-#          4096x128 and 16384x128 time-major, WHOLE_OPS (GAE, Retrace, eligibility traces), float32,
+#          WHOLE_SHAPES (4096x128, 16384x128) time-major, WHOLE_OPS (GAE, Retrace, eligibility traces), float32,
 #          fwd and fwd+bwd, WHOLE_S seconds a run;
 #   vmin (any GPU): TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS (512) at V-trace's rows of 512 and
 #          256 programs (12x65536, 6x131072: 4 warps; 8x65536: 8), shipped against `{}`.
@@ -45,7 +45,7 @@ case "$what" in
   whole)
     for w in 0 1 2; do
       DTYPES=float32 BENCH_S=${WHOLE_S:-85} bench "whole_w$w" "${WHOLE_OPS:-gae,retrace,eligibility_traces}" \
-        4096x128,16384x128 "WHOLE_ROW_THREAD_WARPS=$w"
+        "${WHOLE_SHAPES:-4096x128,16384x128}" "WHOLE_ROW_THREAD_WARPS=$w"
     done;;
   memcheck)
     TOOLS=memcheck JOBS=2 PLAIN_TIMEOUT=$((${MC_S:-300} - 20)) TOTAL_TIMEOUT=${MC_S:-300} \
