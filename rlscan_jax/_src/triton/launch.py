@@ -397,9 +397,8 @@ COLUMN_VEC_16BIT = {
 ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 # Time-major rows that do not take column blocks, of N columns not a multiple of 16: a thread loads
 # up to TIME_MAJOR_CVEC neighbouring columns with one instruction (the kernels' CVEC, the widest
-# power of two up to it that divides N; 1 turns this off). jax-triton tells the compiler which
-# integer arguments are multiples of 16, so for such N it knows that each time row starts aligned;
-# for other N (8 x 131072 time-major) it does not, and loads one element an instruction: sm_90 PTX
+# power of two up to it that divides N; 1 turns this off). Without it the compiler cannot prove a
+# time row aligned and loads one element an instruction (8 x 131072 time-major): sm_90 PTX
 # (triton 3.9) of GAE's [1024, 8] look-back block has 50 scalar 32-bit and 32 byte loads, and with
 # CVEC 8 12 ld.global.v4 and 4 ld.global.v2. Such blocks of split rows take at most
 # MAX_WARPS_TIME_MAJOR_CVEC warps (not MAX_WARPS_TIME_MAJOR's 16; rows scanned whole keep the rule
@@ -411,6 +410,17 @@ ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 # the split at 8 warps, where its look-back took 37.9; the split 1.14-1.24x slower for the other
 # four. In the benchmark grid, those rows' device time 1.29-1.93x faster forward, 1.05-1.45x fwd+bwd.
 TIME_MAJOR_CVEC = 8
+# The same for N a multiple of 16 (False: shipped, CVEC 1 there). Those were left out on the belief
+# that jax-triton tells the compiler which integer arguments are multiples of 16. jax-triton 0.3.1
+# does not: it specialises every scalar argument with alignment 0 (triton_lib.py, "alignments[i] =
+# 0"; triton's native_specialize_impl then gives "" where a Python int 16384 gets "D"), so such
+# blocks load one element an instruction too. sm_90 PTX (triton 3.9, the fifty-first session), the
+# benchmark's time-major rows scanned whole, float32: every launch at 32768x8, 65536x16, 4096x128 and
+# 16384x128 of the eight ops, forward and adjoint, from 8-61 scalar loads to 1-12 ld.global.v4
+# and 0-9 scalar, registers -35 to +6 a launch, except V-trace's forward in [128, 16] blocks (59-107
+# -> 106-149), no spills (λ-returns' adjoint at 128 steps: 8 bytes -> 0). Not yet timed
+# (tests/gpu_runs/s51.sh cvec).
+TIME_MAJOR_CVEC_ALIGNED = False
 MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # Per kernel, the vectorised split of those time-major rows (CVEC > 1 and a split) at other warps
@@ -743,8 +753,8 @@ def _with_vectors(
 def _time_major_cvec(g: Geometry, BB: int) -> int:
     """The columns a thread of a time-major block of BB columns, other than column blocks, loads
     as a vector (TIME_MAJOR_CVEC): the widest power of two up to it and to BB that divides N, where
-    N is not a multiple of 16; else 1."""
-    cvec = TIME_MAJOR_CVEC if g.layout == 0 and g.N % 16 else 1
+    N is not a multiple of 16 or TIME_MAJOR_CVEC_ALIGNED is on; else 1."""
+    cvec = TIME_MAJOR_CVEC if g.layout == 0 and (g.N % 16 or TIME_MAJOR_CVEC_ALIGNED) else 1
     while cvec > 1 and (g.N % cvec or cvec > BB):
         cvec //= 2
     return cvec
@@ -830,8 +840,10 @@ def vector_width(g: Geometry, p: Plan, narrow: bool = False) -> int:
 def _thread_steps(g: Geometry, p: Plan) -> int:
     """The steps a thread of a time-major block scans in registers (THREAD_STEPS_TIME_MAJOR): the
     widest power of two up to it and to the rows a thread holds; 1 where that is below 2. A thread
-    holds CVEC columns of a row, or where N is a multiple of 16 (aligned rows, which jax-triton
-    tells the compiler of) as many as a 16-byte load takes: at most 8 counted (16-bit inputs)."""
+    holds CVEC columns of a row. Where N is a multiple of 16 and CVEC is 1 this counts 8, on the
+    belief that the compiler then knows the rows aligned and loads 16 bytes; it does not
+    (TIME_MAJOR_CVEC_ALIGNED), a thread holds one column, and the count is low: K is at most what
+    the thread holds, as timed in run 32."""
     cols = p.cvec if p.cvec > 1 else (min(p.BB, 8) if g.N % 16 == 0 else 1)
     rows = p.BT * p.BB // (WARP_THREADS * p.num_warps * cols)
     k = THREAD_STEPS_TIME_MAJOR
