@@ -175,9 +175,11 @@ def compile_sm90(launch, options: dict | None = None) -> object:
 
 
 def compile_resources(launch: Launch) -> dict:
-    """Registers, spill bytes and shared memory of one launch's kernel compiled for sm_90."""
+    """Registers, spill bytes and shared memory of one launch's kernel compiled for sm_90, and its
+    global loads in the PTX: vector (ld.global.v2/.v4) and scalar."""
     compiled = compile_sm90(launch)
     ptx = compiled.asm["ptx"]
+    loads = [re.search(r"\.v\d\b", q) for q in re.findall(r"\bld\.global((?:\.[\w:]+)*)", ptx)]
     arch = re.search(r"^\s*\.target\s+(\S+)", ptx, re.MULTILINE).group(1)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "k.ptx")
@@ -200,6 +202,8 @@ def compile_resources(launch: Launch) -> dict:
         "spill_load_bytes": spill_ld,
         "stack_bytes": stack,
         "shared_bytes": int(compiled.metadata.shared),
+        "vector_loads": sum(1 for v in loads if v),
+        "scalar_loads": sum(1 for v in loads if not v),
     }
 
 

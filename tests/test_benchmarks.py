@@ -598,6 +598,27 @@ def test_kernel_resources_dtypes_and_launch_overrides(tmp_path, monkeypatch):
         kr.main([*argv, "--launch", "NOT_A_CONSTANT=1"])
 
 
+def test_kernel_resources_counts_vector_loads(tmp_path, monkeypatch):
+    """Each launch's global loads in its PTX, vector and scalar. GAE's time-major [128, 8] blocks of
+    4096 columns load one element an instruction as shipped (the compile, as jax-triton's, is told
+    nothing of N), and 16 bytes at a time with launch.TIME_MAJOR_CVEC_ALIGNED on."""
+    pytest.importorskip("triton")
+    from benchmarks import kernel_resources as kr
+    from rlscan_jax._src.triton import launch
+
+    monkeypatch.setattr(launch, "TIME_MAJOR_CVEC_ALIGNED", launch.TIME_MAJOR_CVEC_ALIGNED)  # restored after
+    got = {}
+    for on in (False, True):
+        out = tmp_path / f"kr_{on}.json"
+        argv = ["--out", str(out), "--ops", "gae", "--shapes", "4096x128", "--layouts", "time_major", "--modes", "fwd"]
+        assert kr.main([*argv, "--launch", f"TIME_MAJOR_CVEC_ALIGNED={on}"]) == 0
+        (x,) = json.loads(out.read_text())[1]["launches"]
+        assert (x["BT"], x["BB"]) == (128, 8), x
+        got[on] = (x["vector_loads"], x["scalar_loads"])
+    assert got[False][0] == 0 and got[False][1] > 0, got
+    assert got[True][0] > 0 and got[True][1] < got[False][1], got
+
+
 def test_kernel_resources_param_forms():
     """With a parameter form (benchmarks.param_forms), a case's launches take γ and λ (linear_scan's
     b) in that form: GAMMA_FULL 3 for one a row, 4 for one a time step (time-major: a [BT] vector),
