@@ -345,8 +345,9 @@ def test_time_major_vectors_at_columns_of_a_multiple_of_16(monkeypatch, op, spli
     """launch.TIME_MAJOR_CVEC_ALIGNED: time-major rows of 16 columns (32 with a trailing feature axis
     of 2), scanned whole (T = 37 in one block, the default blocks) or split (the look-back in tiny
     blocks of 8 columns), load 8 columns a thread where it is on and 1 where it is off (the shipped
-    plan; V-trace's split rows then take the vectorised three-launch split, TIME_MAJOR_VECTOR_SPLIT);
-    the forward and the gradients match the oracle and the reference either way."""
+    plan). With it on, V-trace's split rows take the vectorised three-launch split
+    (TIME_MAJOR_VECTOR_SPLIT). The forward and the gradients match the oracle and the reference
+    either way."""
     from rlscan_jax._src.triton import launch
 
     tiny = _tiny_blocks(monkeypatch, split) if split == "lookback" else contextlib.nullcontext()
