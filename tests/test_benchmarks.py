@@ -600,23 +600,24 @@ def test_kernel_resources_dtypes_and_launch_overrides(tmp_path, monkeypatch):
 
 def test_kernel_resources_counts_vector_loads(tmp_path, monkeypatch):
     """Each launch's global loads in its PTX, vector and scalar. GAE's time-major [128, 8] blocks of
-    4096 columns load one element an instruction as shipped (the compile, as jax-triton's, is told
-    nothing of N), and 16 bytes at a time with launch.TIME_MAJOR_CVEC_ALIGNED on."""
+    4096 columns load 16 bytes at a time as shipped (launch.TIME_MAJOR_CVEC_ALIGNED), and one
+    element an instruction with it empty (the compile, as jax-triton's, is told nothing of N)."""
     pytest.importorskip("triton")
     from benchmarks import kernel_resources as kr
     from rlscan_jax._src.triton import launch
 
     monkeypatch.setattr(launch, "TIME_MAJOR_CVEC_ALIGNED", launch.TIME_MAJOR_CVEC_ALIGNED)  # restored after
+    assert "gae_kernel" in launch.TIME_MAJOR_CVEC_ALIGNED
     got = {}
-    for on in (False, True):
-        out = tmp_path / f"kr_{on}.json"
+    for name, value in (("off", "{}"), ("shipped", repr(launch.TIME_MAJOR_CVEC_ALIGNED))):
+        out = tmp_path / f"kr_{name}.json"
         argv = ["--out", str(out), "--ops", "gae", "--shapes", "4096x128", "--layouts", "time_major", "--modes", "fwd"]
-        assert kr.main([*argv, "--launch", f"TIME_MAJOR_CVEC_ALIGNED={on}"]) == 0
+        assert kr.main([*argv, "--launch", f"TIME_MAJOR_CVEC_ALIGNED={value}"]) == 0
         (x,) = json.loads(out.read_text())[1]["launches"]
         assert (x["BT"], x["BB"]) == (128, 8), x
-        got[on] = (x["vector_loads"], x["scalar_loads"])
-    assert got[False][0] == 0 and got[False][1] > 0, got
-    assert got[True][0] > 0 and got[True][1] < got[False][1], got
+        got[name] = (x["vector_loads"], x["scalar_loads"])
+    assert got["off"][0] == 0 and got["off"][1] > 0, got
+    assert got["shipped"][0] > 0 and got["shipped"][1] < got["off"][1], got
 
 
 def test_kernel_resources_param_forms():

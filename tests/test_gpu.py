@@ -26,7 +26,8 @@ if dispatch.triton_unavailable_reason() is not None:
     pytest.skip(f"needs a CUDA GPU with jax-triton: {dispatch.triton_unavailable_reason()}", allow_module_level=True)
 
 # (T, batch): short horizons with many rows, medium, and long rows split across programs; 1000
-# and 24 environments time-major load 8 columns a thread in rows scanned whole (TIME_MAJOR_CVEC).
+# and 24 environments time-major load 8 columns a thread in rows scanned whole (TIME_MAJOR_CVEC),
+# and so do 4096 and 1024 in the kernels TIME_MAJOR_CVEC_ALIGNED names.
 ORACLE_SHAPES = (
     (1, (1,)),
     (2, (3,)),

@@ -725,6 +725,28 @@ def test_time_major_vectors_where_n_is_not_a_multiple_of_16(monkeypatch):
     assert p.cvec == 1 and p.lookback and p.num_warps == launch.MAX_WARPS_TIME_MAJOR, p
 
 
+def test_time_major_vectors_at_aligned_columns_as_shipped():
+    """The shipped TIME_MAJOR_CVEC_ALIGNED (tune_h200.md, run 35): time-major rows of N a multiple
+    of 16 load 8 columns a thread in GAE's, the returns', Retrace's and the adjoints' kernels, in
+    V-trace's forward only from 128 steps, never in linear_kernel or linear_adjoint_kernel, nor in
+    split rows; N not a multiple of 16 as before (run 14)."""
+    from benchmarks import kernel_resources as kr
+
+    def cvecs(op, n, t):
+        launches = kr.case_launches(op, n, t, "time_major", "fwd+bwd")
+        return {x.kernel.fn.__name__: dict(x.constexprs)["CVEC"] for x in launches}
+
+    assert cvecs("gae", 32768, 8) == {"gae_kernel": 8, "adjoint_kernel": 8}
+    assert cvecs("lambda_returns", 4096, 128) == {"returns_kernel": 8, "adjoint_kernel": 8}
+    assert cvecs("retrace", 65536, 16) == {"retrace_kernel": 8, "retrace_adjoint_kernel": 8}
+    assert cvecs("vtrace", 65536, 16) == {"vtrace_kernel": 1, "vtrace_adjoint_kernel": 8}
+    assert cvecs("vtrace", 16384, 128) == {"vtrace_kernel": 8, "vtrace_adjoint_kernel": 8}
+    assert cvecs("linear_scan", 16384, 128) == {"linear_kernel": 1, "linear_adjoint_kernel": 1}
+    assert cvecs("eligibility_traces", 32768, 8) == {"linear_kernel": 1}
+    assert set(cvecs("gae", 16, 65536).values()) == {1}  # split rows
+    assert set(cvecs("eligibility_traces", 24, 128).values()) == {8}  # N not a multiple of 16: run 14
+
+
 def test_time_major_vector_split_takes_its_kernels_overrides(monkeypatch):
     """TIME_MAJOR_VECTOR_SPLIT_WARPS and _ELEMS reach the vectorised three-launch split of time-major
     rows of the kernel they name (the warps only in blocks of few columns, in splits of at least

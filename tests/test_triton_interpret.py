@@ -344,29 +344,33 @@ def test_time_major_vectors_across_few_columns(monkeypatch, op, split):
 def test_time_major_vectors_at_columns_of_a_multiple_of_16(monkeypatch, op, split):
     """launch.TIME_MAJOR_CVEC_ALIGNED: time-major rows of 16 columns (32 with a trailing feature axis
     of 2), scanned whole (T = 37 in one block, the default blocks) or split (the look-back in tiny
-    blocks of 8 columns), load 8 columns a thread where it is on and 1 where it is off (the shipped
-    plan). With it on, V-trace's split rows take the vectorised three-launch split
-    (TIME_MAJOR_VECTOR_SPLIT). The forward and the gradients match the oracle and the reference
-    either way."""
+    blocks of 8 columns, with TIME_MAJOR_CVEC_ALIGNED_SPLIT), load 8 columns a thread in every
+    kernel where it names them all, and 1 where it names none. With it on, V-trace's split rows
+    take the vectorised three-launch split (TIME_MAJOR_VECTOR_SPLIT). The forward and the
+    gradients match the oracle and the reference either way."""
     from rlscan_jax._src.triton import launch
 
+    kernels = ("gae", "returns", "retrace", "vtrace", "linear", "adjoint", "retrace_adjoint", "vtrace_adjoint")
+    every = {f"{k}_kernel": 1 for k in (*kernels, "linear_adjoint")}
     tiny = _tiny_blocks(monkeypatch, split) if split == "lookback" else contextlib.nullcontext()
     _clear_caches()
     with tiny, monkeypatch.context() as m:
         if split == "lookback":
             m.setattr(launch, "MIN_ROWS_TIME_MAJOR", 8)  # blocks of 8 columns
+        m.setattr(launch, "TIME_MAJOR_CVEC_ALIGNED_SPLIT", True)
         seen = _spy_launches(m, "CVEC", "PHASE")
         inp = _case(op, cases.MAIN_MODE[op], 37, (16,), 0).build()
-        for aligned, cvec in ((True, 8), (False, 1)):
+        for aligned, cvec in ((every, 8), ({}, 1)):
             m.setattr(launch, "TIME_MAJOR_CVEC_ALIGNED", aligned)
             _clear_caches()
             seen.clear()
-            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(aligned))
+            on = bool(aligned)
+            cases.assert_close(cases.call(inp, "triton"), cases.call_oracle(inp), np.float32, msg=str(on))
             launched = {s[1:3] for s in seen if s[0] != "carry_kernel"}
             # split rows: the look-back, or with vectors the three-launch split for TIME_MAJOR_VECTOR_SPLIT
-            phases = {0} if split == "whole" else {1, 2} if aligned and op in launch.TIME_MAJOR_VECTOR_SPLIT else {3}
+            phases = {0} if split == "whole" else {1, 2} if on and op in launch.TIME_MAJOR_VECTOR_SPLIT else {3}
             assert launched == {(cvec, phase) for phase in phases}, seen
-            _check_gradients_in(inp, jnp.float32, f"{op} {split} aligned={aligned}")
+            _check_gradients_in(inp, jnp.float32, f"{op} {split} aligned={on}")
     _clear_caches()
 
 

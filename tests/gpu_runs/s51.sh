@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The fifty-first session's device calls (tests/gpu_runs/README.md; no machine was lent that session,
-# so none has run yet). Argument:
+# so they ran in the fifty-second: `cvec` three times, at 13e1b1c, where TIME_MAJOR_CVEC_ALIGNED
+# was a bool; it is now a table, kernel name -> least steps, so `cvec` as written no longer parses:
+# it is kept as it ran (s52.sh times the table). Argument:
 #   cvec (any GPU): launch.TIME_MAJOR_CVEC_ALIGNED (vector loads across the columns of time-major rows
 #          of N a multiple of 16, which load one element an instruction as shipped) on against off:
 #          the benchmark at CVEC_SHAPES (the short time-major rows: 32768x8, 65536x16, 4096x128,

@@ -410,17 +410,33 @@ ADJOINT_COLUMN_VEC_16BIT = {"episodic_cumsum": 2}
 # the split at 8 warps, where its look-back took 37.9; the split 1.14-1.24x slower for the other
 # four. In the benchmark grid, those rows' device time 1.29-1.93x faster forward, 1.05-1.45x fwd+bwd.
 TIME_MAJOR_CVEC = 8
-# The same for N a multiple of 16 (False: shipped, CVEC 1 there). Those were left out on the belief
-# that jax-triton tells the compiler which integer arguments are multiples of 16. jax-triton 0.3.1
-# does not: it specialises every scalar argument with alignment 0 (triton_lib.py, "alignments[i] =
-# 0"; triton's native_specialize_impl then gives "" where a Python int 16384 gets "D"), so such
-# blocks load one element an instruction too. sm_90 PTX (triton 3.9, the fifty-first session), the
-# benchmark's time-major rows scanned whole, float32: every launch at 32768x8, 65536x16, 4096x128 and
-# 16384x128 of the eight ops, forward and adjoint, from 8-61 scalar loads to 1-12 ld.global.v4
-# and 0-9 scalar, registers -35 to +6 a launch, except V-trace's forward in [128, 16] blocks (59-107
-# -> 106-149), no spills (λ-returns' adjoint at 128 steps: 8 bytes -> 0). Not yet timed
-# (tests/gpu_runs/s51.sh cvec).
-TIME_MAJOR_CVEC_ALIGNED = False
+# The same for N a multiple of 16, per kernel: kernel name -> the least steps of the time-major rows
+# scanned whole (one block a row) that take it; kernels not named, and split rows of such N (unless
+# TIME_MAJOR_CVEC_ALIGNED_SPLIT), keep CVEC 1. Such N were left out (run 14) on the belief that
+# jax-triton tells the compiler which integer arguments are multiples of 16. jax-triton 0.3.1 does
+# not: it specialises every scalar argument with alignment 0 (triton_lib.py, "alignments[i] = 0";
+# triton's native_specialize_impl then gives "" where a Python int 16384 gets "D"), so such blocks
+# load one element an instruction too. sm_90 PTX (triton 3.9, the fifty-first session), the
+# benchmark's time-major rows scanned whole: every launch of the eight ops at 32768x8, 65536x16,
+# 4096x128 and 16384x128, forward and adjoint, from 8-61 scalar loads to 1-12 ld.global.v4 and 0-9
+# scalar. tune_h200.md, run 35 (an H100, device time, every kernel on against off, both dtypes and
+# modes): GAE, λ- and discounted returns, Retrace and their adjoints 1.01-1.44x faster at all four
+# shapes; V-trace's forward 0.91-0.96x at 8 steps (float32; bfloat16 0.95x) and 16 (float32), 1.06-1.55x
+# at 128, its adjoint even at 8 steps and faster above (V-trace fwd+bwd 16384x128 1.30x float32, 1.44x
+# bfloat16); linear_kernel and linear_adjoint_kernel (eligibility traces, episodic sums,
+# linear_scan) 0.89-0.97x at 8 and 16 steps and even at 128, so they are left out.
+TIME_MAJOR_CVEC_ALIGNED = {
+    "gae_kernel": 1,
+    "returns_kernel": 1,
+    "retrace_kernel": 1,
+    "vtrace_kernel": 128,
+    "adjoint_kernel": 1,
+    "retrace_adjoint_kernel": 1,
+    "vtrace_adjoint_kernel": 1,
+}
+# Split rows of N a multiple of 16 (the look-back, the three-launch split; with columns blocks from
+# COLUMN_MIN_N columns, the benchmark has none) with TIME_MAJOR_CVEC_ALIGNED's kernels as well: not timed.
+TIME_MAJOR_CVEC_ALIGNED_SPLIT = False
 MAX_WARPS_TIME_MAJOR_CVEC = 8
 TIME_MAJOR_VECTOR_SPLIT = ("vtrace",)
 # Per kernel, the vectorised split of those time-major rows (CVEC > 1 and a split) at other warps
@@ -665,7 +681,7 @@ def plan(
     """
     if vector_split is None:
         vector_split = 0 if VECTOR_LOOKBACK else VECTOR_SPLIT_ELEMS
-    tm_vector = op in TIME_MAJOR_VECTOR_SPLIT and _time_major_cvec(g, g.N) > 1
+    tm_vector = op in TIME_MAJOR_VECTOR_SPLIT and _time_major_cvec(g, g.N, kernel, whole=False) > 1
     if tm_vector:
         vector_split = TIME_MAJOR_VECTOR_SPLIT_ELEMS.get(kernel, vector_split)
     vector_split = vector_split if _vector_rows(g, narrow) or tm_vector else 0
@@ -741,8 +757,9 @@ def _with_vectors(
     (where run 14 measured it), at most MAX_WARPS_TIME_MAJOR_CVEC warps, or in the three-launch
     split's blocks of at most THREAD_STEPS_MAX_COLUMNS columns TIME_MAJOR_VECTOR_SPLIT_WARPS' for
     `kernel` where the split has TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS programs or more."""
-    cvec = _time_major_cvec(g, BB)
-    if cvec > 1 and (lookback or nseg * cps > 1):
+    split = lookback or nseg * cps > 1
+    cvec = _time_major_cvec(g, BB, kernel, whole=not split)
+    if cvec > 1 and split:
         max_warps = MAX_WARPS_TIME_MAJOR_CVEC
         programs = cdiv(g.N, BB) * nseg
         if not lookback and BB <= THREAD_STEPS_MAX_COLUMNS and programs >= TIME_MAJOR_VECTOR_SPLIT_WARPS_MIN_PROGRAMS:
@@ -750,14 +767,22 @@ def _with_vectors(
     return _plan(g, BT, BB, nseg, cps, lookback, max_warps=max_warps)._replace(cvec=cvec)
 
 
-def _time_major_cvec(g: Geometry, BB: int) -> int:
+def _time_major_cvec(g: Geometry, BB: int, kernel: str = "", whole: bool = True) -> int:
     """The columns a thread of a time-major block of BB columns, other than column blocks, loads
     as a vector (TIME_MAJOR_CVEC): the widest power of two up to it and to BB that divides N, where
-    N is not a multiple of 16 or TIME_MAJOR_CVEC_ALIGNED is on; else 1."""
-    cvec = TIME_MAJOR_CVEC if g.layout == 0 and (g.N % 16 or TIME_MAJOR_CVEC_ALIGNED) else 1
+    N is not a multiple of 16, or is and `kernel` takes it there (_cvec_aligned); else 1."""
+    cvec = TIME_MAJOR_CVEC if g.layout == 0 and (g.N % 16 or _cvec_aligned(g, kernel, whole)) else 1
     while cvec > 1 and (g.N % cvec or cvec > BB):
         cvec //= 2
     return cvec
+
+
+def _cvec_aligned(g: Geometry, kernel: str, whole: bool) -> bool:
+    """Whether time-major rows of N a multiple of 16 load as vectors across columns in the named
+    kernel: rows of at least its TIME_MAJOR_CVEC_ALIGNED steps, scanned whole, or split with
+    TIME_MAJOR_CVEC_ALIGNED_SPLIT."""
+    least = TIME_MAJOR_CVEC_ALIGNED.get(kernel)
+    return least is not None and g.T >= least and (whole or TIME_MAJOR_CVEC_ALIGNED_SPLIT)
 
 
 def _column_plan(g: Geometry, narrow: bool = False, op: str = "", column_bt: int = 0, column_vec: int = 0) -> Plan:
@@ -843,7 +868,8 @@ def _thread_steps(g: Geometry, p: Plan) -> int:
     holds CVEC columns of a row. Where N is a multiple of 16 and CVEC is 1 this counts 8, on the
     belief that the compiler then knows the rows aligned and loads 16 bytes; it does not
     (TIME_MAJOR_CVEC_ALIGNED), a thread holds one column, and the count is low: K is at most what
-    the thread holds, as timed in run 32."""
+    the thread holds, as timed in run 32. Kept until split rows of such N are timed with
+    TIME_MAJOR_CVEC_ALIGNED_SPLIT."""
     cols = p.cvec if p.cvec > 1 else (min(p.BB, 8) if g.N % 16 == 0 else 1)
     rows = p.BT * p.BB // (WARP_THREADS * p.num_warps * cols)
     k = THREAD_STEPS_TIME_MAJOR
