@@ -434,7 +434,7 @@ TIME_MAJOR_CVEC_ALIGNED = {
     "retrace_adjoint_kernel": 1,
     "vtrace_adjoint_kernel": 1,
 }
-# Split rows of N a multiple of 16 (the look-back, the three-launch split; with columns blocks from
+# Split rows of N a multiple of 16 (the look-back, the three-launch split; with column blocks from
 # COLUMN_MIN_N columns, the benchmark has none) with TIME_MAJOR_CVEC_ALIGNED's kernels as well: not timed.
 TIME_MAJOR_CVEC_ALIGNED_SPLIT = False
 MAX_WARPS_TIME_MAJOR_CVEC = 8
